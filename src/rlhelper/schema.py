@@ -1,0 +1,181 @@
+"""The records that flow through rlhelper: entries in, hits and answers out.
+
+Standard library only, so every other module (and a notebook) can import these
+without paying for numpy, FAISS or a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Section:
+    """One heading-scoped piece of a source document, as a parser sees it.
+
+    `breadcrumb` holds the reader-visible headings from the document title down
+    to this section (inline markup removed). Lines are 1-based and inclusive.
+    `answerable` is False for text that must never be offered as an answer:
+    page chrome of a captured web page, or an intro that only lists subsections.
+    """
+
+    breadcrumb: list[str]
+    anchor: str
+    line_start: int
+    line_end: int
+    text: str
+    answerable: bool = True
+
+    @property
+    def heading(self) -> str:
+        return self.breadcrumb[-1] if self.breadcrumb else ""
+
+
+@dataclass
+class Entry:
+    """One retrievable unit of the index: a section (or a part of a long one)."""
+
+    id: str
+    collection: str
+    doc: str  # path of the document inside its collection, e.g. "verl/faq.rst"
+    doc_title: str
+    framework: str
+    lang: str  # "en" or "zh", detected per entry
+    breadcrumb: list[str]
+    heading: str
+    anchor: str
+    line_start: int
+    line_end: int
+    text: str
+    url: str | None = None
+    part: int = 1  # 1-based part number when a long section was split
+    parts: int = 1
+    answerable: bool = True
+    # Other places holding the same text (the slime page repeats sections):
+    # list of {"doc", "heading", "breadcrumb", "line_start", "line_end", "url"}.
+    also_at: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Entry:
+        return cls(**data)
+
+
+@dataclass
+class Hit:
+    """An entry returned by a search, with its rank and fused score."""
+
+    rank: int
+    score: float
+    entry: Entry
+    lexical_rank: int | None = None
+    dense_rank: int | None = None
+
+    def to_dict(self) -> dict:
+        e = self.entry
+        return {
+            "rank": self.rank,
+            "score": round(self.score, 6),
+            "id": e.id,
+            "collection": e.collection,
+            "doc": e.doc,
+            "doc_title": e.doc_title,
+            "heading": e.heading,
+            "breadcrumb": list(e.breadcrumb),
+            "line_start": e.line_start,
+            "line_end": e.line_end,
+            "url": e.url,
+            "framework": e.framework,
+            "lang": e.lang,
+            "also_at": list(e.also_at),
+        }
+
+    def __repr__(self) -> str:
+        return f"<Hit #{self.rank} {self.score:.3f} {self.entry.doc}:{self.entry.line_start} {self.entry.heading!r}>"
+
+
+@dataclass
+class Citation:
+    """A numbered pointer from an answer to the exact section it came from."""
+
+    number: int
+    entry_id: str
+    doc: str
+    doc_title: str
+    breadcrumb: list[str]
+    heading: str
+    line_start: int
+    line_end: int
+    url: str | None
+    collection: str = ""
+    also_at: list[dict] = field(default_factory=list)
+
+    @property
+    def location(self) -> str:
+        return f"{self.doc}:{self.line_start}-{self.line_end}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class AnswerPart:
+    """One piece of an extractive answer (symptom, cause or fix), verbatim from a cited entry."""
+
+    kind: str  # "symptom" | "cause" | "fix" | "text"
+    text: str
+    citation: int  # the Citation.number it comes from
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Answer:
+    """What `Helper.ask` returns: grounded answer text, its citations and the hits behind it."""
+
+    query: str
+    normalized_query: str
+    truncated: bool
+    abstained: bool
+    text: str
+    parts: list[AnswerPart]
+    citations: list[Citation]
+    hits: list[Hit]
+    notices: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "normalized_query": self.normalized_query,
+            "truncated": self.truncated,
+            "abstained": self.abstained,
+            "answer": self.text,
+            "parts": [p.to_dict() for p in self.parts],
+            "citations": [c.to_dict() for c in self.citations],
+            "hits": [h.to_dict() for h in self.hits],
+            "notices": list(self.notices),
+        }
+
+    def __repr__(self) -> str:
+        state = "no matching entry" if self.abstained else f"{len(self.citations)} citation(s)"
+        return f"<Answer {state} for {self.query[:60]!r}>"
+
+    def __str__(self) -> str:
+        lines = [self.text, ""]
+        for c in self.citations:
+            lines.append(f"[{c.number}] {c.doc_title} > {' > '.join(c.breadcrumb)} ({c.location})")
+            if c.url:
+                lines.append(f"    {c.url}")
+        return "\n".join(lines).rstrip()
+
+    def _repr_markdown_(self) -> str:
+        """Notebooks render this: the answer, then the numbered citations as links."""
+        lines = [self.text, ""]
+        for c in self.citations:
+            label = f"{c.doc_title} › {' › '.join(c.breadcrumb)}"
+            link = f"[{label}]({c.url})" if c.url else label
+            lines.append(f"{c.number}. {link} — `{c.location}`")
+        return "\n".join(lines)
