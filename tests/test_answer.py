@@ -1,0 +1,62 @@
+from rlhelper.answer import build_answer, cited_hits, split_labelled_blocks
+from rlhelper.schema import Entry, Hit
+
+
+def entry(eid, text, heading="Error: `wake_up timed out`", doc="000.txt"):
+    return Entry(id=eid, collection="seeds", doc=doc, doc_title="Guide", framework="skyrl", lang="en",
+                 breadcrumb=["Guide", "15. Engine Lifecycle Errors", heading.replace("`", "")],
+                 heading=heading.replace("`", ""), anchor="x", line_start=10, line_end=20, text=text,
+                 url="https://github.com/o/r/blob/main/f.md#x")
+
+
+BODY = """### Error: `RuntimeError: wake_up timed out after Xs`
+
+**Cause:** Engine took too long to reload weights.
+
+**Solution:**
+```yaml
+generator:
+  engine_init_kwargs:
+    wake_up_timeout: 600
+```
+"""
+
+
+def test_labelled_blocks_are_cut_verbatim_and_code_is_kept_whole():
+    blocks = split_labelled_blocks(BODY)
+    kinds = [k for k, _ in blocks]
+    assert kinds == ["text", "cause", "fix"]
+    assert blocks[1][1] == "Engine took too long to reload weights."
+    assert "wake_up_timeout: 600\n```" in blocks[2][1]
+
+
+def test_chinese_labels():
+    blocks = split_labelled_blocks("**现象：** 卡住\n\n**原因：** 端口\n\n**修复：** 换端口")
+    assert [k for k, _ in blocks] == ["symptom", "cause", "fix"]
+
+
+def test_label_inside_code_fence_is_code():
+    blocks = split_labelled_blocks("```\n**Cause:** not a label\n```")
+    assert [k for k, _ in blocks] == ["text"]
+
+
+def test_answer_cites_every_part_and_quotes_fix_verbatim():
+    hits = [Hit(1, 0.03, entry("a", BODY)), Hit(2, 0.01, entry("b", "other", heading="Other"))]
+    answer = build_answer("wake_up timed out", "wake_up timed out", hits, abstained=False)
+    assert not answer.abstained
+    assert [c.entry_id for c in answer.citations] == ["a"]  # b is far below the best score
+    assert all(p.citation == 1 for p in answer.parts)
+    assert "wake_up_timeout: 600" in answer.text and "[1]" in answer.text
+    assert answer.to_dict()["citations"][0]["url"].endswith("#x")
+
+
+def test_close_scores_are_cited_together():
+    hits = [Hit(1, 0.0300, entry("a", BODY)), Hit(2, 0.0295, entry("b", "**Fix:** do b", heading="B"))]
+    assert [h.entry.id for h in cited_hits(hits)] == ["a", "b"]
+
+
+def test_abstention_has_no_citations_but_keeps_related_hits():
+    hits = [Hit(1, 0.01, entry("a", BODY))]
+    answer = build_answer("how to bake bread", "how to bake bread", hits, abstained=True)
+    assert answer.abstained and not answer.citations and answer.hits == hits
+    assert "No matching entry" in answer.text
