@@ -1,0 +1,790 @@
+"""Measure retrieval against an eval set: ranking quality, abstention, breakdowns, reports.
+
+    result = run_eval(Path("eval/seeds.jsonl"), split="test")   # lexical, dense, hybrid in one run
+    print(format_table(result))
+    write_report(result, Path("eval/reports"))                  # Markdown + PNG
+    save_calibration(calibrate(run_eval(..., split="dev")))     # abstention threshold, dev only
+
+In the spirit of sentence-transformers' InformationRetrievalEvaluator: the
+metrics are small pure functions over a relevance list (1 where the hit at
+that rank matches an expected entry), tested on hand-made rankings; the
+harness only turns `Helper.retrieve` results into such lists.
+
+Conventions (they decide the numbers, so they are written down):
+
+* An eval item lists the doc sections that answer it; any one of them answers,
+  so Recall@k is "some expected entry is in the top k" (a hit rate).
+* Ranking metrics are over answerable items and ignore abstention: they judge
+  the ranking. "answered correctly" judges what the user sees (not abstained
+  and the top hit is right); abstention precision/recall treat "should
+  abstain" (nothing expected) as the positive class, over all items.
+* nDCG@10 uses binary gains; a hit only gains when it matches an expected entry
+  no earlier hit matched (so the two halves of one long section do not count
+  twice), and the ideal DCG has min(distinct expected entries, k) gains.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import tempfile
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from . import config
+from .errors import ConfigError, RlhelperError
+
+DEFAULT_EVAL_FILE = config.REPO_ROOT / "eval" / "seeds.jsonl"
+DEFAULT_REPORT_DIR = config.REPO_ROOT / "eval" / "reports"
+DEFAULT_BASELINE = config.REPO_ROOT / "eval" / "baseline.json"
+# The file retrieve.load_threshold reads; spelled out here so evaluating never needs the retriever's imports.
+CALIBRATION_FILE = config.PACKAGE_DIR / "data" / "calibration.json"
+
+MODES = ("lexical", "dense", "hybrid")
+CUTOFFS = (1, 3, 5)
+K = 10
+KINDS = ("error", "question", "traceback", "unanswerable")
+SPLITS = ("dev", "test")
+# Calibration: at most this share of answerable dev items may be abstained on.
+MAX_WRONGLY_ABSTAINED = 0.05
+# Metrics where higher is better; the regression gate watches these.
+GATED_METRICS = ("recall@1", "recall@3", "recall@5", "mrr@10", "ndcg@10", "abstention_precision",
+                 "abstention_recall")
+GATE_TOLERANCE = 0.02
+TOP_SHOWN = 3  # hits listed per miss in reports
+
+
+# --- the eval set --------------------------------------------------------------------
+
+
+@dataclass
+class EvalItem:
+    id: str
+    query: str
+    kind: str
+    lang: str
+    expected: list[dict]  # [{"doc": ..., "heading": ...}]; empty: the docs do not answer
+    split: str | None = None  # None: the item belongs to every split
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.expected)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "split": self.split, "query": self.query, "kind": self.kind, "lang": self.lang,
+                "expected": [dict(e) for e in self.expected]}
+
+
+def load_eval_set(path: Path, split: str | None = None) -> list[EvalItem]:
+    """Read a JSON Lines eval file; `split` keeps that split's items (and split-less ones).
+
+    A malformed line raises ConfigError naming the line, because a silently
+    skipped item would change every number.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ConfigError(f"Cannot read the eval file {path}: {e.strerror or e}") from e
+    items, seen = [], set()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            expected = [{"doc": str(e["doc"]), "heading": str(e["heading"])} for e in raw.get("expected") or []]
+            item = EvalItem(
+                id=str(raw.get("id", number)),
+                query=str(raw["query"]),
+                kind=str(raw.get("kind") or ("question" if expected else "unanswerable")),
+                lang=str(raw.get("lang") or "en"),
+                expected=expected,
+                split=raw.get("split") or None,
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ConfigError(f"{path}:{number}: not an eval item ({e}); expected "
+                              '{"id", "split", "query", "kind", "lang", "expected": [{"doc", "heading"}]}') from e
+        if item.id in seen:
+            raise ConfigError(f"{path}:{number}: duplicate id {item.id!r}")
+        seen.add(item.id)
+        if split is None or item.split in (None, split):
+            items.append(item)
+    return items
+
+
+# --- matching a hit to an expected entry ----------------------------------------------
+
+
+def normalize_heading(text: str) -> str:
+    """Heading text compared loosely: inline markup and backticks gone, NFKC, spaces collapsed, casefolded."""
+    from .parse.inline import markdown_heading_text, rst_heading_text
+
+    text = rst_heading_text(markdown_heading_text(text or "")).replace("`", "")
+    # NFKC folds full-width punctuation ("：" -> ":") that Chinese headings mix freely.
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
+
+
+def doc_matches(actual: str, expected: str) -> bool:
+    """Same document: equal paths, or one path is the tail of the other ("faq.rst" ~ "verl/faq.rst"),
+    or the expected name is the actual file's stem ("000_17cc8c75aeb7db0e")."""
+    a, e = PurePosixPath(actual.replace("\\", "/")).parts, PurePosixPath(expected.replace("\\", "/")).parts
+    if not a or not e:
+        return False
+    n = min(len(a), len(e))
+    if a[-n:] == e[-n:]:
+        return True
+    return len(e) == 1 and not PurePosixPath(e[0]).suffix and PurePosixPath(a[-1]).stem == e[0]
+
+
+def entry_locations(entry) -> list[tuple[str, str]]:
+    """(doc, heading) of every place an entry's text lives: itself, then its merged duplicates.
+
+    Docs are prefixed with the collection so an expected "seeds/x.txt" matches as well as "x.txt".
+    """
+    collection = getattr(entry, "collection", "") or ""
+
+    def where(doc: str) -> str:
+        return f"{collection}/{doc}" if collection else doc
+
+    places = [(where(entry.doc), entry.heading)]
+    places += [(where(a.get("doc", entry.doc)), a.get("heading", "")) for a in getattr(entry, "also_at", None) or []]
+    return places
+
+
+def matching_expected(locations: Iterable[tuple[str, str]], expected: Sequence[dict]) -> set[int]:
+    """Indexes of the expected entries that one of these (doc, heading) locations matches."""
+    found = set()
+    places = [(doc, normalize_heading(heading)) for doc, heading in locations]
+    for i, want in enumerate(expected):
+        heading = normalize_heading(want["heading"])
+        if any(h == heading and doc_matches(doc, want["doc"]) for doc, h in places):
+            found.add(i)
+    return found
+
+
+def relevance_gains(ranked_locations: Sequence[Iterable[tuple[str, str]]], expected: Sequence[dict]) -> list[int]:
+    """Binary gain per rank: 1 when the hit matches an expected entry that no earlier hit matched."""
+    credited: set[int] = set()
+    gains = []
+    for locations in ranked_locations:
+        new = matching_expected(locations, expected) - credited
+        gains.append(1 if new else 0)
+        credited |= new
+    return gains
+
+
+def distinct_expected(expected: Sequence[dict]) -> int:
+    return len({(PurePosixPath(e["doc"]).name, normalize_heading(e["heading"])) for e in expected})
+
+
+# --- metrics: pure functions over one ranking -----------------------------------------
+
+
+def recall_at_k(gains: Sequence[int], k: int) -> float:
+    """1.0 when some expected entry is in the top k (any expected entry answers the query)."""
+    return 1.0 if any(gains[:k]) else 0.0
+
+
+def reciprocal_rank(gains: Sequence[int], k: int = K) -> float:
+    """1/rank of the first relevant hit within the top k, else 0."""
+    for rank, gain in enumerate(gains[:k], start=1):
+        if gain:
+            return 1.0 / rank
+    return 0.0
+
+
+def dcg(gains: Sequence[int], k: int = K) -> float:
+    return sum(g / math.log2(rank + 1) for rank, g in enumerate(gains[:k], start=1))
+
+
+def ndcg_at_k(gains: Sequence[int], n_relevant: int, k: int = K) -> float:
+    """DCG of the ranking over the DCG of min(n_relevant, k) relevant hits on top."""
+    ideal = dcg([1] * min(n_relevant, k), k)
+    return dcg(gains, k) / ideal if ideal else 0.0
+
+
+def first_relevant_rank(gains: Sequence[int]) -> int | None:
+    return next((rank for rank, g in enumerate(gains, start=1) if g), None)
+
+
+def ratio(numerator: int, denominator: int) -> float | None:
+    """None (not 0) when there is nothing to divide by: "no abstentions" is not "all wrong"."""
+    return numerator / denominator if denominator else None
+
+
+def abstention_scores(abstained: Sequence[bool], should_abstain: Sequence[bool]) -> dict:
+    """Abstention as a classifier whose positive class is "the docs do not answer".
+
+    precision: correct abstentions / all abstentions; recall: correct abstentions /
+    unanswerable items; wrongly_abstained: abstentions on answerable items / answerable items.
+    """
+    pairs = list(zip(abstained, should_abstain, strict=True))
+    correct = sum(1 for a, s in pairs if a and s)
+    wrong = sum(1 for a, s in pairs if a and not s)
+    unanswerable = sum(1 for _, s in pairs if s)
+    return {
+        "abstention_precision": ratio(correct, correct + wrong),
+        "abstention_recall": ratio(correct, unanswerable),
+        "wrongly_abstained": ratio(wrong, len(pairs) - unanswerable),
+    }
+
+
+def mean(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return statistics.fmean(values) if values else None
+
+
+# --- running the eval ---------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one mode returned for one item."""
+
+    gains: list[int]
+    abstained: bool
+    confidence: float
+    top: list[dict]  # {"rank", "doc", "heading", "score", "lang", "relevant"} for the top hits
+    error: str | None = None  # the query could not be searched (counts as abstained, no hits)
+
+    def to_dict(self, n_relevant: int) -> dict:
+        return {
+            "rank": first_relevant_rank(self.gains),
+            "abstained": self.abstained,
+            "confidence": round(self.confidence, 6),
+            "ndcg@10": round(ndcg_at_k(self.gains, n_relevant), 6) if n_relevant else None,
+            "top": self.top,
+            "error": self.error,
+        }
+
+
+@dataclass
+class ItemResult:
+    item: EvalItem
+    outcomes: dict[str, Outcome]
+    expected_langs: list[str] = field(default_factory=list)
+
+    @property
+    def cross_lingual(self) -> bool | None:
+        """True when no expected entry is in the query's language; None for unanswerable items."""
+        if not self.item.answerable or not self.expected_langs:
+            return None
+        return self.item.lang not in self.expected_langs
+
+    @property
+    def n_relevant(self) -> int:
+        return distinct_expected(self.item.expected)
+
+    def to_dict(self) -> dict:
+        return {**self.item.to_dict(), "expected_langs": self.expected_langs, "cross_lingual": self.cross_lingual,
+                "modes": {mode: o.to_dict(self.n_relevant) for mode, o in self.outcomes.items()}}
+
+
+def summarize(results: Sequence[ItemResult], mode: str) -> dict:
+    """All metrics of one mode over a group of items (None where the group has nothing to measure)."""
+    answerable = [r for r in results if r.item.answerable]
+    outcomes = [r.outcomes[mode] for r in answerable]
+    metrics: dict = {"n": len(results), "n_answerable": len(answerable), "n_unanswerable": len(results) - len(answerable)}
+    for c in CUTOFFS:
+        metrics[f"recall@{c}"] = mean(recall_at_k(o.gains, c) for o in outcomes)
+    metrics["mrr@10"] = mean(reciprocal_rank(o.gains, K) for o in outcomes)
+    metrics["ndcg@10"] = mean(ndcg_at_k(o.gains, r.n_relevant, K) for r, o in zip(answerable, outcomes, strict=True))
+    metrics.update(abstention_scores([r.outcomes[mode].abstained for r in results],
+                                     [not r.item.answerable for r in results]))
+    metrics["answered_correctly"] = mean(float(_answered_correctly(o)) for o in outcomes)
+    # End to end, what the user sees: the right top entry, or an honest "nothing matches".
+    metrics["correct"] = mean(float(_answered_correctly(r.outcomes[mode]) if r.item.answerable
+                                    else r.outcomes[mode].abstained) for r in results)
+    metrics["errors"] = sum(1 for r in results if r.outcomes[mode].error)
+    return metrics
+
+
+def _answered_correctly(o: Outcome) -> bool:
+    return not o.abstained and bool(o.gains[:1] and o.gains[0])
+
+
+BREAKDOWNS: dict[str, Callable[[ItemResult], list[str]]] = {
+    # An item expecting sections of two documents counts in both documents' rows.
+    "doc": lambda r: sorted({PurePosixPath(e["doc"]).name for e in r.item.expected}) or ["(unanswerable)"],
+    "lang": lambda r: [r.item.lang],
+    "kind": lambda r: [r.item.kind],
+    "crosslingual": lambda r: [] if r.cross_lingual is None else ["cross-lingual" if r.cross_lingual else "same-language"],
+}
+
+
+def grouped(results: Sequence[ItemResult], key: Callable[[ItemResult], list[str]]) -> dict[str, list[ItemResult]]:
+    groups: dict[str, list[ItemResult]] = {}
+    for r in results:
+        for name in key(r):
+            groups.setdefault(name, []).append(r)
+    return dict(sorted(groups.items()))
+
+
+@dataclass
+class EvalResult:
+    eval_file: str
+    split: str | None
+    modes: tuple[str, ...]
+    k: int
+    index: str
+    embedder: str
+    collections: list[str] | None
+    items: list[ItemResult]
+    created: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def metrics(self, mode: str = "hybrid") -> dict:
+        return summarize(self.items, mode)
+
+    def breakdown(self, name: str, mode: str = "hybrid") -> dict[str, dict]:
+        return {group: summarize(rs, mode) for group, rs in grouped(self.items, BREAKDOWNS[name]).items()}
+
+    def misses(self, mode: str = "hybrid") -> list[ItemResult]:
+        """Items the user would see wrong: answerable but not answered correctly, or unanswerable but answered."""
+        out = []
+        for r in self.items:
+            o = r.outcomes[mode]
+            if not (_answered_correctly(o) if r.item.answerable else o.abstained):
+                out.append(r)
+        return out
+
+    def to_dict(self) -> dict:
+        """Stable shape for `rlhelper eval --json`: keys are only ever added."""
+        return {
+            "eval_file": self.eval_file,
+            "split": self.split,
+            "created": self.created,
+            "index": self.index,
+            "embedder": self.embedder,
+            "collections": self.collections,
+            "k": self.k,
+            "modes": list(self.modes),
+            "seconds": round(self.seconds, 3),
+            "warnings": list(self.warnings),
+            "metrics": {mode: _rounded(self.metrics(mode)) for mode in self.modes},
+            "breakdowns": {
+                name: {mode: {g: _rounded(m) for g, m in self.breakdown(name, mode).items()} for mode in self.modes}
+                for name in BREAKDOWNS
+            },
+            "items": [r.to_dict() for r in self.items],
+        }
+
+
+def _rounded(metrics: dict) -> dict:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()}
+
+
+def _hit_summary(hit, gain: int) -> dict:
+    e = hit.entry
+    return {"rank": hit.rank, "doc": e.doc, "heading": e.heading, "score": round(float(hit.score), 6),
+            "lang": e.lang, "relevant": bool(gain)}
+
+
+def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] = MODES, k: int = K,
+                    collections: Sequence[str] | None = None, doc_langs: dict[str, str] | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> tuple[list[ItemResult], list[str]]:
+    """Run every item through every mode of one Helper; returns per-item results and warnings.
+
+    Warnings name expected entries that are in no indexed entry: a typo in the
+    eval set would otherwise read as a retrieval miss.
+    """
+    entries = list(getattr(helper, "entries", []) or [])
+    langs_at = _langs_by_location(entries)
+    warnings = []
+    results = []
+    for n, item in enumerate(items, start=1):
+        expected_langs = set()
+        for want in item.expected:
+            found = {lang for (doc, heading), lang in langs_at.items()
+                     if heading == normalize_heading(want["heading"]) and doc_matches(doc, want["doc"])}
+            if entries and not found:
+                warnings.append(f"{item.id}: expected entry not in the index: {want['doc']} > {want['heading']}")
+            fallback = (doc_langs or {}).get(PurePosixPath(want["doc"]).name)
+            expected_langs |= found or ({fallback} if fallback else set())
+        outcomes = {}
+        for mode in modes:
+            outcomes[mode] = _search(helper, item, mode=mode, k=k, collections=collections)
+        results.append(ItemResult(item, outcomes, sorted(expected_langs)))
+        if progress:
+            progress(n, len(items))
+    return results, warnings
+
+
+def _search(helper, item: EvalItem, *, mode: str, k: int, collections) -> Outcome:
+    try:
+        found = helper.retrieve(item.query, k=k, mode=mode, collection=list(collections) if collections else None)
+    except RlhelperError as err:  # an unsearchable query is the system's answer too: nothing
+        return Outcome(gains=[], abstained=True, confidence=0.0, top=[], error=str(err))
+    gains = relevance_gains([entry_locations(h.entry) for h in found.hits], item.expected)
+    top = [_hit_summary(h, g) for h, g in zip(found.hits[:k], gains, strict=False)]
+    return Outcome(gains=gains, abstained=bool(found.abstained), confidence=float(found.confidence), top=top)
+
+
+def _langs_by_location(entries) -> dict[tuple[str, str], str]:
+    out = {}
+    for e in entries:
+        for doc, heading in entry_locations(e):
+            out.setdefault((doc, normalize_heading(heading)), e.lang)
+    return out
+
+
+def manifest_langs(corpus: Path | None = None) -> dict[str, str]:
+    """Document file name -> language from the shipped collections' manifests (fallback for cross-lingual)."""
+    out = {}
+    for manifest in sorted((corpus or config.corpus_dir()).glob("*/manifest.json")):
+        try:
+            docs = json.loads(manifest.read_text(encoding="utf-8")).get("documents", [])
+        except (OSError, ValueError):
+            continue
+        for d in docs:
+            if d.get("path") and d.get("lang"):
+                out.setdefault(PurePosixPath(d["path"]).name, d["lang"])
+    return out
+
+
+@contextmanager
+def eval_index(index=None, collections: Sequence[str] | None = None, embedder: str | None = None):
+    """The index to evaluate: the one named, or a fresh temporary one of `collections` (default: seeds)."""
+    if index is not None:
+        yield index
+        return
+    from .ingest import ingest
+
+    names = list(collections or ["seeds"])
+    sources = [config.corpus_dir() / name for name in names]
+    for source in sources:
+        if not source.is_dir():
+            raise ConfigError(f"No collection {source.name!r} under {config.corpus_dir()}; "
+                              f"known: {', '.join(sorted(p.name for p in config.corpus_dir().iterdir() if p.is_dir()))}")
+    with tempfile.TemporaryDirectory(prefix="rlhelper-eval-") as tmp:
+        target = Path(tmp) / "index"
+        ingest(sources, embedder=embedder, index=target, rebuild=True)
+        yield target
+
+
+def run_eval(
+    eval_file: Path,
+    *,
+    split: str | None = None,
+    collections: Sequence[str] | None = None,
+    embedder: str | None = None,
+    index=None,
+    modes: Sequence[str] = MODES,
+    k: int = K,
+    helper=None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EvalResult:
+    """Evaluate lexical, dense and hybrid retrieval side by side on one index.
+
+    index: an existing index (path or name) to evaluate, searched within `collections`
+    when given. Without it a temporary index of `collections` (default: seeds) is
+    built with `embedder` (default: the default embedder). `helper` skips loading
+    altogether (tests, notebooks). The abstention threshold is whatever the Helper
+    reads (data/calibration.json).
+    """
+    items = load_eval_set(eval_file, split=split)
+    if not items:
+        raise ConfigError(f"{eval_file}: no items{f' in split {split!r}' if split else ''}")
+    started = time.perf_counter()
+    filter_collections = list(collections) if (collections and (index is not None or helper is not None)) else None
+    if helper is not None:
+        results, warnings = evaluate_helper(helper, items, modes=modes, k=k, collections=filter_collections,
+                                            doc_langs=manifest_langs(), progress=progress)
+        index_label, embedder_id = str(getattr(helper, "index", "helper")), str(getattr(helper, "embedder_spec", ""))
+    else:
+        from .api import Helper
+
+        with eval_index(index, collections, embedder) as where:
+            h = Helper.load(where, embedder=embedder)
+            results, warnings = evaluate_helper(h, items, modes=modes, k=k, collections=filter_collections,
+                                                doc_langs=manifest_langs(), progress=progress)
+            index_label = str(where) if index is not None else f"temporary index of {', '.join(collections or ['seeds'])}"
+            embedder_id = str(getattr(h.index, "embedder_id", embedder or config.DEFAULT_EMBEDDER))
+    return EvalResult(
+        eval_file=str(eval_file), split=split, modes=tuple(modes), k=k, index=index_label, embedder=embedder_id,
+        collections=list(collections) if collections else None, items=results,
+        seconds=time.perf_counter() - started, warnings=warnings,
+    )
+
+
+# --- calibration ----------------------------------------------------------------------
+
+
+def choose_threshold(answerable: Sequence[float], unanswerable: Sequence[float],
+                     max_wrongly_abstained: float = MAX_WRONGLY_ABSTAINED) -> float:
+    """Threshold t (abstain when confidence < t) that abstains on the most unanswerable items
+    while abstaining on at most `max_wrongly_abstained` of the answerable ones.
+
+    Every threshold between two neighbouring confidences gives the same outcome,
+    so candidates are the midpoints (and just below the lowest value: abstain on
+    nothing); ties go to fewer wrong abstentions, then the lower threshold.
+    """
+    values = sorted(set(answerable) | set(unanswerable))
+    if not values:
+        return 0.0
+    candidates = [values[0] - 1e-6] + [(a + b) / 2 for a, b in zip(values, values[1:], strict=False)]
+    candidates.append(values[-1] + 1e-6)
+    best, best_key = candidates[0], None
+    for t in candidates:
+        wrong = sum(1 for c in answerable if c < t)
+        if answerable and wrong / len(answerable) > max_wrongly_abstained:
+            continue
+        key = (sum(1 for c in unanswerable if c < t), -wrong, -t)
+        if best_key is None or key > best_key:
+            best, best_key = t, key
+    return round(best, 6)
+
+
+def calibrate(result: EvalResult, max_wrongly_abstained: float = MAX_WRONGLY_ABSTAINED) -> dict:
+    """Per-mode abstention thresholds chosen on dev items only (items without a split count as dev)."""
+    dev = [r for r in result.items if r.item.split in ("dev", None)]
+    if result.split == "test" or not dev:
+        raise ConfigError("Calibration needs dev items: run the eval with --split dev.")
+    out: dict = {
+        "embedder": result.embedder,
+        "calibrated_on": f"{Path(result.eval_file).name} split=dev ({len(dev)} items)",
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "rule": f"abstain when confidence < threshold; most unanswerable dev items abstained with at most "
+                f"{max_wrongly_abstained:.0%} of answerable dev items abstained",
+    }
+    for mode in result.modes:
+        pos = [r.outcomes[mode].confidence for r in dev if r.item.answerable]
+        neg = [r.outcomes[mode].confidence for r in dev if not r.item.answerable]
+        t = choose_threshold(pos, neg, max_wrongly_abstained)
+        scores = abstention_scores([c < t for c in pos + neg], [False] * len(pos) + [True] * len(neg))
+        out[mode] = {"threshold": t, "n_answerable": len(pos), "n_unanswerable": len(neg),
+                     **{k: round(v, 4) if v is not None else None for k, v in scores.items()}}
+    return out
+
+
+def save_calibration(calibration: dict, path: Path | None = None) -> Path:
+    """Write calibration.json (read by the Helper for its abstention threshold)."""
+    path = Path(path or CALIBRATION_FILE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(calibration, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+# --- regression baseline -------------------------------------------------------------
+
+
+def baseline_of(result: EvalResult, mode: str = "hybrid") -> dict:
+    """What eval/baseline.json holds: the gated metrics of one mode, and how they were measured."""
+    metrics = result.metrics(mode)
+    return {
+        "eval_file": Path(result.eval_file).name,
+        "split": result.split,
+        "mode": mode,
+        "embedder": result.embedder,
+        "collections": result.collections or ["seeds"],
+        "created": result.created,
+        "n": metrics["n"],
+        "tolerance": GATE_TOLERANCE,
+        "metrics": {name: (round(metrics[name], 4) if metrics[name] is not None else None) for name in GATED_METRICS},
+        "command": "python -m rlhelper.evaluate --write-baseline",
+    }
+
+
+def regressions(current: dict, baseline: dict, tolerance: float = GATE_TOLERANCE) -> list[str]:
+    """Gated metrics that fell more than `tolerance` below the baseline (a None now, a number then, counts)."""
+    out = []
+    for name, before in baseline.items():
+        if before is None:
+            continue
+        now = current.get(name)
+        if now is None or now < before - tolerance:
+            out.append(f"{name}: {before:.4f} -> {'n/a' if now is None else f'{now:.4f}'} (tolerance {tolerance})")
+    return out
+
+
+# --- output: terminal table, Markdown report, chart -----------------------------------
+
+ROWS = (("recall@1", "Recall@1"), ("recall@3", "Recall@3"), ("recall@5", "Recall@5"), ("mrr@10", "MRR@10"),
+        ("ndcg@10", "nDCG@10"), ("answered_correctly", "answered correctly"), ("correct", "correct end to end"),
+        ("abstention_precision", "abstention precision"), ("abstention_recall", "abstention recall"),
+        ("wrongly_abstained", "wrongly abstained"))
+BREAKDOWN_TITLES = {"doc": "By document", "lang": "By query language", "kind": "By kind",
+                    "crosslingual": "Cross-lingual (query language != expected entry language)"}
+
+
+def _fmt(value) -> str:
+    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+    line = lambda cells: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _overall_rows(result: EvalResult) -> list[list[str]]:
+    per_mode = {m: result.metrics(m) for m in result.modes}
+    return [[label, *(_fmt(per_mode[m][key]) for m in result.modes)] for key, label in ROWS]
+
+
+def _breakdown_rows(result: EvalResult, name: str) -> tuple[list[str], list[list[str]]]:
+    per_mode = {m: result.breakdown(name, m) for m in result.modes}
+    groups = list(per_mode[result.modes[0]])
+    slash = lambda key, g: " / ".join(_fmt(per_mode[m][g][key]) for m in result.modes)  # noqa: E731
+    header = [name, "n", "R@1", "R@5", "MRR@10", "correct end to end"]
+    rows = [[g, str(per_mode[result.modes[0]][g]["n"]), slash("recall@1", g), slash("recall@5", g),
+             slash("mrr@10", g), slash("correct", g)] for g in groups]
+    return header, rows
+
+
+def _summary_line(result: EvalResult) -> str:
+    n = len(result.items)
+    unanswerable = sum(1 for r in result.items if not r.item.answerable)
+    return (f"{Path(result.eval_file).name}, split {result.split or 'all'}: {n} items ({n - unanswerable} answerable, "
+            f"{unanswerable} unanswerable); index: {result.index}; embedder: {result.embedder}; k={result.k}; "
+            f"{result.seconds:.1f} s")
+
+
+def format_table(result: EvalResult) -> str:
+    """The terminal view: metrics by mode, then the breakdowns (cells are lexical / dense / hybrid)."""
+    parts = [_summary_line(result), "", _grid(["metric", *result.modes], _overall_rows(result))]
+    for name, title in BREAKDOWN_TITLES.items():
+        header, rows = _breakdown_rows(result, name)
+        if rows:
+            parts += ["", f"{title} — cells: {' / '.join(result.modes)}", _grid(header, rows)]
+    for warning in result.warnings:
+        parts.append(f"warning: {warning}")
+    return "\n".join(parts)
+
+
+def _miss_lines(result: EvalResult, mode: str) -> list[str]:
+    lines = []
+    for r in result.misses(mode):
+        o = r.outcomes[mode]
+        want = "; ".join(f"{e['doc']} > {e['heading']}" for e in r.item.expected) or "(nothing: should abstain)"
+        got = "; ".join(f"#{t['rank']} {t['doc']} > {t['heading']}" for t in o.top[:TOP_SHOWN]) or "(no hits)"
+        state = "abstained" if o.abstained else "answered"
+        query = " ".join(r.item.query.split())
+        query = (query if len(query) <= 160 else query[:157] + "...").replace("`", "'")
+        lines.append(f"- **{r.item.id}** ({r.item.kind}, {r.item.lang}, {state}, confidence {o.confidence:.3f}) "
+                     f"`{query}`  \n  expected: {want}  \n  got: {got}")
+        if o.error:
+            lines.append(f"  error: {o.error}")
+    return lines
+
+
+def format_markdown(result: EvalResult, chart_name: str | None = None) -> str:
+    parts = [f"# Retrieval eval: {result.split or 'all'} split", "", _summary_line(result), "",
+             f"Created {result.created}.", "", "## Metrics by mode", "",
+             _md_table(["metric", *result.modes], _overall_rows(result))]
+    if chart_name:
+        parts += ["", f"![Recall@k and MRR by mode and by document]({chart_name})"]
+    for name, title in BREAKDOWN_TITLES.items():
+        header, rows = _breakdown_rows(result, name)
+        if rows:
+            parts += ["", f"## {title}", "", f"Cells: {' / '.join(result.modes)}.", "", _md_table(header, rows)]
+    if result.warnings:
+        parts += ["", "## Eval set warnings", "", *(f"- {w}" for w in result.warnings)]
+    mode = "hybrid" if "hybrid" in result.modes else result.modes[-1]
+    parts += ["", f"## Misses ({mode})", ""]
+    if result.split in ("test", None) and any(r.item.split in ("test", None) for r in result.items):
+        parts += ["Test-split misses are listed for reporting only: never tune retrieval on them "
+                  "(see eval/README.md).", ""]
+    parts += _miss_lines(result, mode) or ["None."]
+    return "\n".join(parts) + "\n"
+
+
+def write_chart(result: EvalResult, path: Path) -> Path:
+    """PNG: Recall@1/3/5 and MRR@10 by mode (left) and by document for hybrid (right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: the eval runs in terminals and CI
+    import matplotlib.pyplot as plt
+
+    keys = [("recall@1", "R@1"), ("recall@3", "R@3"), ("recall@5", "R@5"), ("mrr@10", "MRR")]
+    mode = "hybrid" if "hybrid" in result.modes else result.modes[-1]
+    by_doc = {d: m for d, m in result.breakdown("doc", mode).items() if m["n_answerable"]}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, max(1.5, len(by_doc) / 3)]})
+
+    def bars(ax, groups: list[str], series: dict[str, list[float]], title: str):
+        width = 0.8 / max(1, len(series))
+        for i, (label, values) in enumerate(series.items()):
+            xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(groups))]
+            ax.bar(xs, [v or 0.0 for v in values], width, label=label)
+        ax.set_xticks(range(len(groups)), groups, rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+        ax.set_ylim(0, 1.05)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+
+    overall = {m: result.metrics(m) for m in result.modes}
+    bars(left, [label for _, label in keys], {m: [overall[m][k] for k, _ in keys] for m in result.modes}, "By mode")
+    docs = list(by_doc)
+    bars(right, [_short_doc(d) for d in docs], {label: [by_doc[d][k] for d in docs] for k, label in keys},
+         f"By document ({mode})")
+    fig.suptitle(f"{Path(result.eval_file).name} — {result.split or 'all'} split, {len(result.items)} items")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _short_doc(doc: str) -> str:
+    name = PurePosixPath(doc).name
+    return re.sub(r"^(\d{3})_[0-9a-f]{16}\.txt$", r"\1", name)  # seeds' hashed names -> "000"
+
+
+def write_report(result: EvalResult, report_dir: Path) -> list[Path]:
+    """Markdown report (timestamped and latest-<split>.md), its PNG chart, and the JSON; returns the paths."""
+    report_dir = Path(report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    split = result.split or "all"
+    stamp = result.created.replace("-", "").replace(":", "").replace("T", "-").rstrip("Z")
+    chart = write_chart(result, report_dir / f"{split}-{stamp}.png")
+    latest_chart = report_dir / f"latest-{split}.png"
+    latest_chart.write_bytes(chart.read_bytes())
+    md = report_dir / f"{split}-{stamp}.md"
+    md.write_text(format_markdown(result, chart.name), encoding="utf-8")
+    latest = report_dir / f"latest-{split}.md"
+    latest.write_text(format_markdown(result, latest_chart.name), encoding="utf-8")
+    data = report_dir / f"latest-{split}.json"
+    data.write_text(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return [md, chart, latest, latest_chart, data]
+
+
+# --- python -m rlhelper.evaluate --write-baseline -------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write eval/baseline.json from the test split, hybrid mode, default embedder, seeds collection."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rlhelper.evaluate", description=main.__doc__)
+    parser.add_argument("--write-baseline", action="store_true", help="write the baseline file")
+    parser.add_argument("--set", dest="eval_file", type=Path, default=DEFAULT_EVAL_FILE)
+    parser.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE)
+    parser.add_argument("--index", help="evaluate this index instead of a fresh seeds index")
+    args = parser.parse_args(argv)
+    result = run_eval(args.eval_file, split="test", collections=["seeds"], index=args.index)
+    print(format_table(result))
+    if args.write_baseline:
+        args.baseline.parent.mkdir(parents=True, exist_ok=True)
+        args.baseline.write_text(json.dumps(baseline_of(result), indent=2) + "\n", encoding="utf-8")
+        print(f"baseline written: {args.baseline}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
