@@ -1,0 +1,88 @@
+"""feedback.py: votes in SQLite, changed/taken back in place, exported as JSON Lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import threading
+
+import pytest
+
+from rlhelper import feedback
+from rlhelper.feedback import FeedbackStore
+
+
+def test_default_file_is_under_the_data_dir(isolated_home):
+    assert FeedbackStore().path == isolated_home / ".local" / "share" / "rlhelper" / "feedback.sqlite3"
+
+
+def test_record_and_columns(tmp_path):
+    store = FeedbackStore(tmp_path / "f.sqlite3")
+    row = store.record("OOM in rollout", "Lower gpu_memory_utilization [1]", ["seeds/a#1", "seeds/b"], 1)
+    with sqlite3.connect(store.path) as conn:
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(feedback)")]
+        values = conn.execute("SELECT * FROM feedback WHERE id = ?", (row,)).fetchone()
+    assert cols == ["id", "time", "query", "answer", "cited_entry_ids", "vote", "comment"]
+    assert values[2:] == ("OOM in rollout", "Lower gpu_memory_utilization [1]", '["seeds/a#1", "seeds/b"]', 1, None)
+    assert values[1].endswith("+00:00")  # UTC, ISO 8601
+
+
+def test_change_comment_remove(tmp_path):
+    store = FeedbackStore(tmp_path / "f.sqlite3")
+    row = store.record("q", "a", [], -1)
+    store.change_vote(row, 1)
+    store.set_comment(row, "  exactly what I needed  ")
+    assert [(r["vote"], r["comment"]) for r in store.rows()] == [(1, "exactly what I needed")]
+    store.remove(row)
+    assert store.rows() == []
+
+
+def test_only_plus_or_minus_one(tmp_path):
+    with pytest.raises(ValueError):
+        FeedbackStore(tmp_path / "f.sqlite3").record("q", "a", [], 0)
+
+
+def test_huge_query_is_capped(tmp_path):
+    store = FeedbackStore(tmp_path / "f.sqlite3")
+    store.record("x" * 1_000_000, "a", [], 1)
+    assert len(store.rows()[0]["query"]) == feedback.MAX_QUERY_CHARS
+
+
+def test_export_json_lines_to_stream_file_and_stdout(tmp_path, capsys):
+    db = tmp_path / "f.sqlite3"
+    store = FeedbackStore(db)
+    store.record("显存不足", "答案 [1]", ["seeds/x"], 1, comment="好")
+    store.record("q2", "a2", [], -1)
+    buf = io.StringIO()
+    assert feedback.export(buf, db=db) == 2
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert lines[0]["query"] == "显存不足" and lines[0]["cited_entry_ids"] == ["seeds/x"] and lines[0]["vote"] == 1
+    assert lines[1]["vote"] == -1 and lines[1]["comment"] is None
+    assert set(lines[0]) == {"id", "time", "query", "answer", "cited_entry_ids", "vote", "comment"}
+    out = tmp_path / "sub" / "fb.jsonl"
+    assert feedback.export(out, db=db) == 2 and len(out.read_text(encoding="utf-8").splitlines()) == 2
+    assert "显存不足" in out.read_text(encoding="utf-8")  # not \u-escaped
+    assert feedback.export("-", db=db) == 2
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_export_without_any_feedback_writes_nothing_and_creates_no_file(tmp_path):
+    buf = io.StringIO()
+    assert feedback.export(buf, db=tmp_path / "none.sqlite3") == 0
+    assert buf.getvalue() == "" and not (tmp_path / "none.sqlite3").exists()
+
+
+def test_concurrent_writers(tmp_path):
+    store = FeedbackStore(tmp_path / "f.sqlite3")
+
+    def vote(i):
+        for j in range(10):
+            store.record(f"q{i}-{j}", "a", [], 1 if j % 2 else -1)
+
+    threads = [threading.Thread(target=vote, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(store.rows()) == 80

@@ -1,0 +1,178 @@
+"""render.py: document text becomes safe HTML; only http(s) links; code blocks highlighted."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlhelper import render
+from rlhelper.answer import build_answer
+from rlhelper.schema import Entry, Hit
+
+EVIL = (Path(__file__).parent / "hostile" / "evil.md").read_text(encoding="utf-8")
+# Every tag render.py itself writes; anything else in the output came from a document.
+OUR_TAGS = {"p", "br", "h3", "h4", "h5", "h6", "strong", "em", "code", "pre", "div", "span", "button", "a",
+            "sup", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "blockquote", "hr",
+            "details", "summary"}
+
+
+def tags(html: str) -> set[str]:
+    return {t.lower() for t in re.findall(r"<\s*/?\s*([a-zA-Z][\w-]*)", html)}
+
+
+def hrefs(html: str) -> list[str]:
+    return re.findall(r'href="([^"]*)"', html)
+
+
+def entry(text: str, url: str | None = "https://github.com/o/r/blob/main/f.md#x", eid: str = "e1") -> Entry:
+    return Entry(id=eid, collection="seeds", doc="guide.md", doc_title="Guide", framework="verl", lang="en",
+                 breadcrumb=["Guide", "Errors", "Weight sync"], heading="Weight sync", anchor="x",
+                 line_start=10, line_end=20, text=text, url=url)
+
+
+# -- hostile text ---------------------------------------------------------------------
+
+
+def test_hostile_document_is_text_only():
+    html = render.markdown_html(EVIL)
+    assert tags(html) <= OUR_TAGS - {"details", "summary"}
+    for literal in ("&lt;script&gt;alert(&#x27;xss-script&#x27;)&lt;/script&gt;", "&lt;img src=x onerror=alert(1)&gt;",
+                    "&lt;iframe", "&lt;svg onload", "[click](javascript:alert(1))"):
+        assert literal in html
+    assert all(h.startswith(("https://", "http://")) for h in hrefs(html))
+    assert "javascript:" not in "".join(hrefs(html))
+    # No attribute of ours carries an event handler; the words only occur escaped, as text.
+    assert not re.search(r"<[^>]*\son\w+\s*=", html)
+
+
+def test_unsafe_links_stay_literal_and_safe_ones_are_links():
+    html = render.inline("[a](javascript:alert(1)) [b](data:text/html,x) [c](https://ok.example/p?q=1&r=2) [d](#anchor)")
+    assert "[a](javascript:alert(1))" in html and "[b](data:text/html,x)" in html
+    assert hrefs(html) == ["https://ok.example/p?q=1&amp;r=2"]
+    assert "d" in html and "#anchor" not in html  # a relative link keeps its label only
+
+
+def test_quote_in_url_cannot_break_out_of_the_attribute():
+    html = render.inline('[x](https://e.com/"onmouseover="alert(1))')
+    assert not re.search(r"<a[^>]*onmouseover", html)
+    assert render.safe_url('https://e.com/"x') is None
+
+
+def test_safe_url():
+    assert render.safe_url("https://docs.example.com/a#b") == "https://docs.example.com/a#b"
+    assert render.safe_url("HTTP://x.org") == "HTTP://x.org"
+    for bad in ("javascript:alert(1)", " javascript:alert(1)", "data:text/html,x", "file:///etc/passwd",
+                "//evil.example", "/etc/passwd", "https://", "https://a b", "vbscript:x", None, ""):
+        assert render.safe_url(bad) is None, bad
+
+
+def test_images_are_never_loaded():
+    html = render.markdown_html("![pixel](https://example.com/p.png)")
+    assert "<img" not in html and "![pixel](https://example.com/p.png)" in html
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("<>\"'`*_[]()!#|:-=\n /ajvscriptimgonerr=1.:~")), max_size=200))
+def test_any_text_yields_only_our_tags(text):
+    html = render.markdown_html(text)
+    assert tags(html) <= OUR_TAGS
+    assert not re.search(r"<[^>]*\son\w+\s*=", html)
+    assert all(h.lower().startswith(("https://", "http://")) for h in hrefs(html))
+
+
+# -- markup that must work ---------------------------------------------------------------
+
+
+def test_fenced_code_is_highlighted_with_language_class_and_copy_button():
+    html = render.markdown_html("Run:\n\n```python\nimport os  # why\nx = 'a<b'\n```\n")
+    assert '<pre><code class="language-python">' in html
+    assert '<span class="tok-k">import</span>' in html
+    assert '<span class="tok-c"># why</span>' in html
+    assert "&#x27;a&lt;b&#x27;" in html
+    assert 'class="rl-copy"' in html
+
+
+def test_rst_code_block_and_literal_block():
+    rst = "Fix it::\n\n    export NCCL_TIMEOUT=1800\n\n.. code-block:: bash\n   :linenos:\n\n   ray stop\n\nAfter."
+    html = render.markdown_html(rst)
+    assert html.count('class="rl-code"') == 2
+    assert "<p>Fix it:</p>" in html
+    assert "NCCL_TIMEOUT=" in html and ":linenos:" not in html
+    assert '<code class="language-bash">' in html
+    assert "<p>After.</p>" in html
+
+
+def test_headings_lists_tables_and_inline_markup():
+    md = ("## Weight sync\n\nTitle\n=====\n\n- one `x`\n- **two** see https://ex.com/a.\n\n1. first\n2. second\n\n"
+          "| a | b |\n|---|---|\n| `c` | d |\n")
+    html = render.markdown_html(md)
+    assert "<h4>Weight sync</h4>" in html and "<h4>Title</h4>" in html
+    assert "<ul><li>one <code>x</code></li><li><strong>two</strong> see " in html
+    assert 'href="https://ex.com/a"' in html and "a</a>." in html  # trailing period is not part of the URL
+    assert "<ol><li>first</li><li>second</li></ol>" in html
+    assert "<th>a</th>" in html and "<td><code>c</code></td>" in html
+
+
+def test_rst_inline_link_and_literal():
+    html = render.inline("see `docs <https://ray.io/x>`__ and ``ray stop``")
+    assert '<a href="https://ray.io/x" target="_blank" rel="noopener noreferrer">docs</a>' in html
+    assert "<code>ray stop</code>" in html
+
+
+def test_citation_markers_link_to_the_cited_section_only_when_known():
+    html = render.inline("Raise the timeout [1]. Also [2]. arr[1] stays.", {1: "https://u.example/#a"})
+    assert '<sup class="rl-ref"><a href="https://u.example/#a"' in html
+    assert "Also [2]." in html and "arr[1] stays" in html
+
+
+def test_user_message_is_escaped_and_cut():
+    assert render.user_html("<b>hi</b>") == "<p>&lt;b&gt;hi&lt;/b&gt;</p>"
+    long = render.user_html("x" * 5000)
+    assert "3,000 more characters not shown" in long and long.count("x") < 2100
+    assert render.user_html("Traceback\n  File x\nError").startswith('<pre class="rl-query">')
+
+
+# -- whole answers -------------------------------------------------------------------------
+
+
+def test_answer_html_has_numbered_sources_with_expandable_entries():
+    e = entry("**Cause:** slow net.\n\n**Solution:**\n```yaml\nweight_sync_timeout: 120\n```")
+    answer = build_answer("weight sync timed out", "weight sync timed out", [Hit(1, 0.9, e)], abstained=False,
+                          notices=["Query truncated to 1,000,000 bytes <b>"])
+    html = render.answer_html(answer)
+    assert 'class="rl-notices"' in html and "truncated" in html and "&lt;b&gt;" in html
+    assert '<span class="rl-num">1</span>' in html
+    assert 'href="https://github.com/o/r/blob/main/f.md#x"' in html
+    assert "Guide <span class=\"rl-sep\">›</span> Errors <span class=\"rl-sep\">›</span> Weight sync" in html
+    assert "guide.md:10–20 · seeds" in html
+    assert "<details" in html and "Show the whole entry" in html
+    assert '<code class="language-yaml">' in html
+
+
+def test_partial_answer_has_no_sources_yet():
+    e = entry("**Cause:** a\n\n**Solution:** b")
+    answer = build_answer("q", "q", [Hit(1, 0.9, e)], abstained=False)
+    html = render.answer_html(answer, text="partial", final=False)
+    assert "partial" in html and "rl-sources" not in html
+
+
+def test_abstained_answer_says_so_and_lists_related_entries():
+    answer = build_answer("q", "q", [Hit(1, 0.1, entry("text", eid="a")), Hit(2, 0.05, entry("t", None, "b"))],
+                          abstained=True)
+    html = render.answer_html(answer)
+    assert "No matching entry in the docs." in html
+    assert "Related entries" in html and html.count('class="rl-cite"') == 2
+    assert 'class="rl-num"' not in html  # related entries are not numbered citations
+
+
+def test_citation_without_url_is_plain_text():
+    e = entry("body", url=None)
+    answer = build_answer("q", "q", [Hit(1, 0.9, e)], abstained=False)
+    assert "<a " not in render.sources_html(answer.citations, lambda _id: e)
+
+
+def test_error_html_escapes():
+    assert "&lt;script&gt;" in render.error_html("<script>")
