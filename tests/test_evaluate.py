@@ -283,7 +283,8 @@ def test_write_report_writes_markdown_chart_and_json(result, tmp_path):
     assert {"latest-all.md", "latest-all.png", "latest-all.json"} <= names
     md = (tmp_path / "reports" / "latest-all.md").read_text(encoding="utf-8")
     assert "## Misses (hybrid)" in md and "best pizza" not in md and "weather" in md
-    assert "reporting only" in md  # test items are listed, with the warning not to tune on them
+    assert "<details><summary>3 test-split misses: for reporting only" in md  # folded, with the warning
+    assert md.index("weather") < md.index("<details>")  # split-less items are not test items
     assert "latest-all.png" in md
     png = tmp_path / "reports" / "latest-all.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
