@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 
 from docutils.nodes import make_id
 
@@ -38,27 +39,29 @@ _WS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 # --- Markdown ---------------------------------------------------------------
-_MD_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_MD_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
-_MD_LINK = re.compile(r"\[([^\]\n]*)\](?:\([^)\n]*\)|\[[^\]\n]*\])")
-_MD_AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^>\s]*)>")
+# Character classes exclude the delimiters, so no pattern rescans text
+# (linear time, whatever the heading holds).
+_BACKTICKS = re.compile(r"`+")
+_MD_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]*\)")
+_MD_LINK = re.compile(r"\[([^\[\]\n]*)\](?:\([^()\n]*\)|\[[^\[\]\n]*\])")
+_MD_AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^<>\s]*)>")
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>")
-_MD_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_MD_EM_STAR = re.compile(r"\*(?=\S)(.+?)(?<=\S)\*")
-# `_em_` only at word edges: snake_case identifiers must survive.
-_MD_EM_UNDERSCORE = re.compile(r"(?<![\w])_(?=\S)(.+?)(?<=\S)_(?![\w])")
-_MD_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_MD_STRONG = re.compile(r"\*\*([^*\s](?:[^*]*[^*\s])?)\*\*|(?<!\w)__([^_\s](?:[^_]*[^_\s])?)__(?!\w)")
+_MD_EM = re.compile(r"\*([^*\s](?:[^*]*[^*\s])?)\*|(?<!\w)_([^_\s](?:[^_]*[^_\s])?)_(?!\w)")
+_MD_STRIKE = re.compile(r"~~([^~\s](?:[^~]*[^~\s])?)~~")
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_PARKED = 0xF0000
+_PARKED_CHAR = re.compile("[\U000F0021-\U000F007E]")
 
 # --- reStructuredText -------------------------------------------------------
-_RST_LITERAL = re.compile(r"``(.+?)``")
+_RST_LITERAL = re.compile(r"``((?:[^`]|`(?!`))++)``")
 _RST_ROLE_PREFIX = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]+)`")
 _RST_ROLE_SUFFIX = re.compile(r"`([^`]+)`:[\w.+-]+(?::[\w.+-]+)*:")
-_RST_EMBEDDED = re.compile(r"`([^`<]*?)\s*<([^<>`]+)>`__?")
+_RST_EMBEDDED = re.compile(r"`([^`<]*)<([^<>`]+)>`__?")  # name stripped by the caller
 _RST_REF = re.compile(r"`([^`]+)`__?")
 _RST_INTERPRETED = re.compile(r"`([^`]+)`")
-_RST_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_RST_EM = re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])")
+_RST_STRONG = re.compile(r"\*\*([^*\s](?:[^*]*[^*\s])?)\*\*")
+_RST_EM = re.compile(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])")
 _RST_TARGET_TEXT = re.compile(r"\s*<[^<>]+>$")  # "GSM8K example<../x>" inside a role
 
 
@@ -69,26 +72,49 @@ def clean_text(text: str) -> str:
 
 def markdown_heading_text(raw: str) -> str:
     """Visible text of a Markdown heading's inline content (no leading #'s)."""
-    text = raw[:MAX_HEADING_CHARS]
-    spans: list[str] = []
+    # Code spans are literal: cut them out first, so emphasis rules skip them.
+    pieces = _split_code_spans(raw[:MAX_HEADING_CHARS])
+    out = []
+    for is_code, piece in pieces:
+        if is_code:
+            out.append(piece)
+            continue
+        # Escaped punctuation (\*) is literal: park it in the private-use plane.
+        piece = _MD_ESCAPE.sub(lambda m: chr(_PARKED + ord(m.group(1))), piece)
+        piece = _MD_IMAGE.sub(r"\1", piece)
+        piece = _MD_LINK.sub(r"\1", piece)
+        piece = _MD_AUTOLINK.sub(r"\1", piece)
+        piece = _HTML_TAG.sub("", piece)
+        piece = _MD_STRONG.sub(lambda m: m.group(1) or m.group(2), piece)
+        piece = _MD_EM.sub(lambda m: m.group(1) or m.group(2), piece)
+        piece = _MD_STRIKE.sub(r"\1", piece)
+        out.append(_PARKED_CHAR.sub(lambda m: chr(ord(m.group(0)) - _PARKED), piece))
+    return clean_text("".join(out))
 
-    def keep_span(m: re.Match) -> str:
-        # Code spans are literal: protect them from the emphasis rules below.
-        spans.append(m.group(2).strip() if m.group(2).strip() else m.group(2))
-        return f"\x00{len(spans) - 1}\x00"
 
-    text = _MD_CODE_SPAN.sub(keep_span, text)
-    text = _MD_IMAGE.sub(r"\1", text)
-    text = _MD_LINK.sub(r"\1", text)
-    text = _MD_AUTOLINK.sub(r"\1", text)
-    text = _HTML_TAG.sub("", text)
-    text = _MD_STRONG.sub(r"\2", text)
-    text = _MD_EM_STAR.sub(r"\1", text)
-    text = _MD_EM_UNDERSCORE.sub(r"\1", text)
-    text = _MD_STRIKE.sub(r"\1", text)
-    text = _MD_ESCAPE.sub(r"\1", text)
-    text = re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], text)
-    return clean_text(text)
+def _split_code_spans(text: str) -> list[tuple[bool, str]]:
+    """[(is_code, text)]: a run of n backticks opens a span closed by the next run of exactly n."""
+    runs = [(m.start(), m.end() - m.start()) for m in _BACKTICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for k, (_, length) in enumerate(runs):
+        by_length.setdefault(length, []).append(k)
+    pieces: list[tuple[bool, str]] = []
+    plain_from, k = 0, 0
+    while k < len(runs):
+        start, length = runs[k]
+        same = by_length[length]
+        nxt = bisect_right(same, k)
+        if nxt == len(same):
+            k += 1  # no closer: these backticks are literal text
+            continue
+        close = same[nxt]
+        pieces.append((False, text[plain_from:start]))
+        inner = text[start + length : runs[close][0]]
+        pieces.append((True, inner.strip() or inner))
+        plain_from = runs[close][0] + length
+        k = close + 1
+    pieces.append((False, text[plain_from:]))
+    return pieces
 
 
 def rst_heading_text(raw: str) -> str:
@@ -103,7 +129,7 @@ def rst_heading_text(raw: str) -> str:
     text = _RST_LITERAL.sub(keep_literal, text)
     text = _RST_ROLE_PREFIX.sub(lambda m: _RST_TARGET_TEXT.sub("", m.group(1)), text)
     text = _RST_ROLE_SUFFIX.sub(r"\1", text)
-    text = _RST_EMBEDDED.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _RST_EMBEDDED.sub(lambda m: m.group(1).strip() or m.group(2), text)
     text = _RST_REF.sub(r"\1", text)
     text = _RST_INTERPRETED.sub(r"\1", text)
     text = _RST_STRONG.sub(r"\1", text)
@@ -119,7 +145,7 @@ def rst_named_targets(line: str) -> list[str]:
     """
     if "<" not in line or "`" not in line:
         return []
-    return [m.group(1) or m.group(2) for m in _RST_EMBEDDED.finditer(line) if not m.group(0).endswith("__")]
+    return [m.group(1).strip() or m.group(2) for m in _RST_EMBEDDED.finditer(line) if not m.group(0).endswith("__")]
 
 
 def github_slug(text: str) -> str:

@@ -41,6 +41,7 @@ _FM_TITLE = re.compile(r"^title:\s*(.+?)\s*$")
 _MDX_HIDDEN = re.compile(r"^(?:import\s|export\s|\{/\*.*\*/\}\s*$)")
 _NOT_PARAGRAPH = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|>|\||<|`{3}|~{3})")
 
+MAX_FENCE_WARNINGS = 10  # one broken file must not flood the ingest report
 UNCLOSED_FENCE = "unbalanced code fence at line {line}: treated as running to the end of the section"
 
 
@@ -60,7 +61,9 @@ def parse_markdown(text_or_lines, *, mdx: bool = False, first_line: int = 1) -> 
                 hidden[i] = True
 
     in_code, unclosed = scan_fences(lines, hidden)
-    warnings = [UNCLOSED_FENCE.format(line=i + first_line) for i in unclosed]
+    warnings = [UNCLOSED_FENCE.format(line=i + first_line) for i in unclosed[:MAX_FENCE_WARNINGS]]
+    if len(unclosed) > MAX_FENCE_WARNINGS:
+        warnings.append(f"{len(unclosed) - MAX_FENCE_WARNINGS} more unbalanced code fences")
     _hide_html_comments(lines, hidden, in_code)
 
     noise = [hidden[i] or not lines[i].strip() or (not in_code[i] and is_thematic_break(lines[i])) for i in range(n)]

@@ -27,6 +27,7 @@ repository instead of the page it was captured in.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from ..schema import Section
@@ -61,9 +62,11 @@ def parse_webpage(text: str) -> tuple[list[Section], list[str]]:
     warnings = outer_warnings + warnings
 
     outer_sections = list(sections)
+    outer_starts = [s.line_start for s in outer_sections]
     for path, opener, closer in companions:
-        owner = _owner(outer_sections, opener + 1)
-        prefix = owner.breadcrumb if owner else []
+        # The file's owner: the last outer section starting before the opener.
+        k = bisect_right(outer_starts, opener + 1)
+        prefix = outer_sections[k - 1].breadcrumb if k else []
         inner, inner_warnings = parse_markdown(article[opener + 1 : closer], first_line=opener + 2)
         warnings += inner_warnings
         for s in inner:
@@ -158,12 +161,3 @@ def _companion_files(lines: list[str]) -> tuple[list[tuple[str, int, int]], list
             closer = limit  # no closing line: the file's text runs up to the limit
         found.append((path, opener, closer))
     return found, warnings
-
-
-def _owner(sections: list[Section], line_no: int) -> Section | None:
-    """The last section starting at or before `line_no` (1-based)."""
-    best = None
-    for s in sections:
-        if s.line_start <= line_no:
-            best = s
-    return best
