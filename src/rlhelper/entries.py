@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 
 from .errors import DocumentError
 from .parse import detect_format, parse_with_warnings
-from .parse.blocks import blocks, holds_code, prose
+from .parse.blocks import blocks, keep_whole, prose
 from .parse.inline import markdown_heading_text, rst_heading_text
 from .parse.markdown import atx_heading
 from .schema import Entry, Section
@@ -118,7 +118,7 @@ def build_entries(
     default_lang = meta.get("lang") or "en"
 
     entries: list[Entry] = []
-    used_ids: set[str] = set()
+    used_ids: dict[str, int] = {}
     for section in sections:
         breadcrumb = section.breadcrumb or [doc_title]
         url = _url(meta, section.anchor, getattr(section, "embedded_path", ""))
@@ -150,19 +150,25 @@ def build_entries(
 def split_section(section: Section, max_tokens: int) -> list[tuple[int, int, str]]:
     """(line_start, line_end, text) of each part of a section within `max_tokens`."""
     text = section.text
-    if count_tokens(text) <= max_tokens:
+    total = count_tokens(text)
+    if total <= max_tokens:
         return [(section.line_start, section.line_end, text)]
     lines = text.split("\n")
     units: list[tuple[int, int, int]] = []  # (first, last, tokens): never split further
-    for a, b in blocks(lines):
+    spans = blocks(lines)
+    for a, b in spans:
         chunk = lines[a : b + 1]
-        tokens = count_tokens("\n".join(chunk))
-        if tokens > max_tokens and not holds_code(chunk):
+        tokens = total if len(spans) == 1 else count_tokens("\n".join(chunk))
+        if tokens > max_tokens and a < b and not keep_whole(chunk):
             # An oversized paragraph or list: fall back to whole lines.
             units.extend((i, i, count_tokens(lines[i])) for i in range(a, b + 1) if lines[i].strip())
         else:
             units.append((a, b, tokens))
 
+    if len(units) > 1 and units[0][0] == units[0][1]:
+        # Never leave the heading line alone in a part: it goes with what follows.
+        (a, _, t1), (_, b, t2) = units[0], units[1]
+        units[:2] = [(a, b, t1 + 1 + t2)]
     parts: list[list[int]] = []
     size = 0
     for a, b, tokens in units:
@@ -191,12 +197,13 @@ def detect_lang(text: str, default: str = "en") -> str:
     return "zh" if han >= ZH_MIN_SHARE * (han + latin) else "en"
 
 
-def _unique(candidate: str, used: set[str]) -> str:
-    result, n = candidate, 1
+def _unique(candidate: str, used: dict[str, int]) -> str:
+    """`candidate`, or candidate-2, -3, ... when taken (a counter per candidate keeps it O(1))."""
+    result = candidate
     while result in used:
-        n += 1
-        result = f"{candidate}-{n}"
-    used.add(result)
+        used[candidate] += 1
+        result = f"{candidate}-{used[candidate]}"
+    used[result] = 1
     return result
 
 

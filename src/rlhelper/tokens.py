@@ -28,4 +28,24 @@ def count_tokens(text: str) -> int:
     """
     if not text:
         return 0
+    try:
+        return _count(text)
+    except ValueError:
+        # tiktoken's pre-tokenizing regex gives up on some huge runs (a
+        # megabyte of spaces exceeds its backtracking stack). Count in slices:
+        # a token or two off at each cut, which a budget does not notice.
+        return sum(_count_or_estimate(text[i : i + FALLBACK_SLICE]) for i in range(0, len(text), FALLBACK_SLICE))
+
+
+FALLBACK_SLICE = 4096
+
+
+def _count(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
+
+
+def _count_or_estimate(text: str) -> int:
+    try:
+        return _count(text)
+    except ValueError:
+        return len(text) // 4 + 1  # cl100k averages about four characters per token

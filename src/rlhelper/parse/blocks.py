@@ -8,8 +8,8 @@ literal blocks in rst. So a code block always stays with the line that
 introduces it and is never cut.
 
 A block bigger than the budget is cut between lines, unless it holds code
-(a fence, or an rst literal/code directive): a single oversized code block
-stays whole, as the contract asks.
+(a fence, an rst literal/code directive) or a table: a single oversized code
+block or table stays whole, as the contract asks.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 from .markdown import fence_marker
 
 _RST_CODE = re.compile(r"^\s*\.\.\s+(?:code-block|code|sourcecode)::|::\s*$")
+_TABLE_ROW = re.compile(r"^\s*(?:\||\+[-=+]+\+)")  # Markdown rows, rst grid-table rules
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _URL = re.compile(r"https?://\S+")
 
@@ -54,8 +55,9 @@ def blocks(lines: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def holds_code(lines: list[str]) -> bool:
-    return any(fence_marker(line) or _RST_CODE.search(line) for line in lines)
+def keep_whole(lines: list[str]) -> bool:
+    """True for a block that must not be cut between lines: code, or a table."""
+    return any(fence_marker(line) or _RST_CODE.search(line) or _TABLE_ROW.match(line) for line in lines)
 
 
 def prose(text: str) -> str:
