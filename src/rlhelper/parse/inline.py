@@ -41,6 +41,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # --- Markdown ---------------------------------------------------------------
 # Character classes exclude the delimiters, so no pattern rescans text
 # (linear time, whatever the heading holds).
+_MD_MARKUP_CHARS = re.compile(r"[`*_\[<~\\]")
 _BACKTICKS = re.compile(r"`+")
 _MD_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\([^()\n]*\)")
 _MD_LINK = re.compile(r"\[([^\[\]\n]*)\](?:\([^()\n]*\)|\[[^\[\]\n]*\])")
@@ -52,8 +53,10 @@ _MD_STRIKE = re.compile(r"~~([^~\s](?:[^~]*[^~\s])?)~~")
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _PARKED = 0xF0000
 _PARKED_CHAR = re.compile("[\U000F0021-\U000F007E]")
+_PARKED_SPAN = re.compile("\x00(\\d+)\x00")
 
 # --- reStructuredText -------------------------------------------------------
+_RST_MARKUP_CHARS = re.compile(r"[`*]")
 _RST_LITERAL = re.compile(r"``((?:[^`]|`(?!`))++)``")
 _RST_ROLE_PREFIX = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]+)`")
 _RST_ROLE_SUFFIX = re.compile(r"`([^`]+)`:[\w.+-]+(?::[\w.+-]+)*:")
@@ -72,24 +75,31 @@ def clean_text(text: str) -> str:
 
 def markdown_heading_text(raw: str) -> str:
     """Visible text of a Markdown heading's inline content (no leading #'s)."""
-    # Code spans are literal: cut them out first, so emphasis rules skip them.
-    pieces = _split_code_spans(raw[:MAX_HEADING_CHARS])
-    out = []
-    for is_code, piece in pieces:
+    text = raw[:MAX_HEADING_CHARS]
+    if not _MD_MARKUP_CHARS.search(text):
+        return clean_text(text)  # the common case: nothing to strip
+    # Code spans are literal: park them as \x00<n>\x00 so the markup rules skip them.
+    spans: list[str] = []
+    parked = []
+    for is_code, piece in _split_code_spans(text):
         if is_code:
-            out.append(piece)
-            continue
-        # Escaped punctuation (\*) is literal: park it in the private-use plane.
-        piece = _MD_ESCAPE.sub(lambda m: chr(_PARKED + ord(m.group(1))), piece)
-        piece = _MD_IMAGE.sub(r"\1", piece)
-        piece = _MD_LINK.sub(r"\1", piece)
-        piece = _MD_AUTOLINK.sub(r"\1", piece)
-        piece = _HTML_TAG.sub("", piece)
-        piece = _MD_STRONG.sub(lambda m: m.group(1) or m.group(2), piece)
-        piece = _MD_EM.sub(lambda m: m.group(1) or m.group(2), piece)
-        piece = _MD_STRIKE.sub(r"\1", piece)
-        out.append(_PARKED_CHAR.sub(lambda m: chr(ord(m.group(0)) - _PARKED), piece))
-    return clean_text("".join(out))
+            spans.append(piece)
+            parked.append(f"\x00{len(spans) - 1}\x00")
+        else:
+            parked.append(piece)
+    text = "".join(parked)
+    # Escaped punctuation (\*) is literal too: park it in the private-use plane.
+    text = _MD_ESCAPE.sub(lambda m: chr(_PARKED + ord(m.group(1))), text)
+    text = _MD_IMAGE.sub(r"\1", text)
+    text = _MD_LINK.sub(r"\1", text)
+    text = _MD_AUTOLINK.sub(r"\1", text)
+    text = _HTML_TAG.sub("", text)
+    text = _MD_STRONG.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _MD_EM.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _MD_STRIKE.sub(r"\1", text)
+    text = _PARKED_CHAR.sub(lambda m: chr(ord(m.group(0)) - _PARKED), text)
+    text = _PARKED_SPAN.sub(lambda m: spans[int(m.group(1))], text)
+    return clean_text(text)
 
 
 def _split_code_spans(text: str) -> list[tuple[bool, str]]:
@@ -120,6 +130,8 @@ def _split_code_spans(text: str) -> list[tuple[bool, str]]:
 def rst_heading_text(raw: str) -> str:
     """Visible text of a reStructuredText title (what docutils' astext() gives)."""
     text = raw[:MAX_HEADING_CHARS]
+    if not _RST_MARKUP_CHARS.search(text):
+        return clean_text(text)
     literals: list[str] = []
 
     def keep_literal(m: re.Match) -> str:
