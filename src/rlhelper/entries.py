@@ -126,7 +126,9 @@ def build_entries(
         for number, (first, last, part_text) in enumerate(parts, start=1):
             entries.append(
                 Entry(
-                    id=_unique(entry_id(collection, doc, breadcrumb, number), used_ids),
+                    # Hash the section's own breadcrumb: text before the first
+                    # heading (none) must not take the title section's id.
+                    id=_unique(entry_id(collection, doc, section.breadcrumb, number), used_ids),
                     collection=collection,
                     doc=doc,
                     doc_title=doc_title,
