@@ -228,3 +228,10 @@ def test_seed_verl_faq_and_its_official_copy_merge():
     assert len(wandb) == 1 and wandb[0].collection == "seeds"
     assert [x["doc"] for x in wandb[0].also_at] == ["verl/faq.rst"]
     assert len(merged) < len(a) + len(b)
+
+
+def test_format_names_from_a_manifest():
+    entries, _ = build("# A\n\nText.\n", fmt="MD")
+    assert entries[0].heading == "A"
+    with pytest.raises(DocumentError, match="unknown document format 'pdf'"):
+        build("# A\n", fmt="pdf")

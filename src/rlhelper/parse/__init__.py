@@ -21,12 +21,15 @@ from .text import parse_text
 from .webpage import EmbeddedSection, parse_webpage
 
 FORMATS = ("markdown", "mdx", "rst", "text", "webpage")
+# Spellings a hand-written manifest may use for the same formats.
+ALIASES = {"md": "markdown", "restructuredtext": "rst", "rest": "rst", "txt": "text", "plain": "text"}
 
 __all__ = ["FORMATS", "EmbeddedSection", "detect_format", "parse_document", "parse_with_warnings"]
 
 
 def parse_with_warnings(text: str, fmt: str) -> tuple[list[Section], list[str]]:
     """Sections of `text` read as `fmt`, and warnings about what had to be guessed."""
+    fmt = ALIASES.get(fmt.lower(), fmt.lower()) if isinstance(fmt, str) else fmt
     if fmt == "markdown":
         return parse_markdown(text)
     if fmt == "mdx":

@@ -36,8 +36,7 @@ from ..schema import Section
 from .inline import GithubSlugger, markdown_heading_text
 from .outline import Heading, build_sections
 
-_YAML_LINE = re.compile(r"^(?:[\w\"'.-][^:]*:(?:\s|$)|\s|-\s|#|$)")
-_FM_TITLE = re.compile(r"^title:\s*(.+?)\s*$")
+YAML_LINE = re.compile(r"^(?:[\w\"'.-][^:]*:(?:\s|$)|\s|-\s|#|$)")
 _MDX_HIDDEN = re.compile(r"^(?:import\s|export\s|\{/\*.*\*/\}\s*$)")
 _NOT_PARAGRAPH = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|>|\||<|`{3}|~{3})")
 
@@ -224,14 +223,13 @@ def _hide_front_matter(lines: list[str], hidden: list[bool]) -> str | None:
     for j in range(start + 1, limit):
         if lines[j].rstrip() in ("---", "..."):
             body = lines[start + 1 : j]
-            if not body or not all(_YAML_LINE.match(line) for line in body):
+            if not body or not all(YAML_LINE.match(line) for line in body):
                 return None
             for t in range(start, j + 1):
                 hidden[t] = True
             for line in body:
-                m = _FM_TITLE.match(line)
-                if m:
-                    return m.group(1).strip("\"'") or None
+                if line.startswith("title:"):
+                    return line[len("title:") :].strip().strip("\"'").strip() or None
             return None
     return None
 

@@ -31,7 +31,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from ..schema import Section
-from .markdown import _YAML_LINE, atx_heading, fence_marker, parse_markdown
+from .markdown import YAML_LINE, atx_heading, fence_marker, parse_markdown
 
 _FILE_HEADING = re.compile(r"\.(?:md|mdx|markdown)$", re.IGNORECASE)
 _FOOTER_SEPARATOR = re.compile(r"\s[|·•–—]\s")
@@ -47,6 +47,7 @@ class EmbeddedSection(Section):
 
 
 def parse_webpage(text: str) -> tuple[list[Section], list[str]]:
+    """Sections of the wrapped document and of its companion files, in file order."""
     lines = text.split("\n")
     n = len(lines)
     start = article_start(lines)
@@ -117,8 +118,8 @@ def _front_matter_follows(lines: list[str], i: int) -> bool:
     for j in range(i + 1, min(len(lines), i + 200)):
         if lines[j].rstrip() in ("---", "..."):
             body = lines[i + 1 : j]
-            return bool(body) and all(_YAML_LINE.match(line) for line in body)
-        if not _YAML_LINE.match(lines[j]):
+            return bool(body) and all(YAML_LINE.match(line) for line in body)
+        if not YAML_LINE.match(lines[j]):
             return False
     return False
 
