@@ -1,0 +1,491 @@
+"""From whatever was pasted to what is searched: the error signature.
+
+    normalize_query(raw)      -> NormalizedQuery(text, truncated, notices, frameworks, is_log)
+    detect_frameworks(text)   -> {"verl": 0.9, "sglang": 0.8, ...}
+    is_binary(raw)            -> True for data that is not text
+
+A question or a one-line error passes through with its whitespace collapsed.
+A pasted log or traceback is reduced to its error lines: stack frames, the
+source lines under them, log prefixes, timestamps, pids, ips, Ray actor ids,
+hex addresses, ANSI colours, progress bars and repeats are noise for both
+retrievers (they never occur in the docs, and they drown the few words that
+do). The last exception comes first, then the other exceptions (a chained
+"During handling of the above exception" keeps both), then other error lines,
+then warnings, all within `max_chars`.
+
+Trade-offs:
+
+* Bounded work. Only the last 200,000 characters and 5,000 lines are scanned
+  (errors sit at the end of a log) and each line is clipped to 2,000
+  characters; the first 20,000 characters are still read for framework hints,
+  because the launch command (`python -m verl.trainer.main_ppo`) sits at the
+  top. Every regex is anchored or free of nested quantifiers, so a 1 MB paste
+  costs tens of milliseconds. Whatever is cut sets `truncated` and a notice.
+* Paths are replaced by their file name (`unbound_buffer.cc`,
+  `torch_memory_saver.cpp` are in the docs) plus any library directory on
+  them (`third_party/gloo/...` keeps "gloo"); user directories go.
+* Nothing is rejected here: emptiness and binary data are the caller's to
+  report (see `is_binary`); control characters are simply removed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_SCAN_CHARS = 200_000
+MAX_SCAN_LINES = 5_000
+MAX_LINE_CHARS = 2_000
+HEAD_HINT_CHARS = 20_000
+MAX_CONTINUATION_LINES = 8  # message lines following an exception line
+MAX_OTHER_LINES = 12  # error lines besides the final exception, so it keeps its weight
+FALLBACK_TAIL_LINES = 15  # a log with no error line at all: search its last lines
+LONG_PLAIN_LINES = 30  # this many lines without log markers is still treated as a log
+BINARY_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class NormalizedQuery:
+    text: str
+    truncated: bool = False
+    notices: list[str] = field(default_factory=list)
+    frameworks: dict[str, float] = field(default_factory=dict)
+    is_log: bool = False
+
+
+# --- character-level cleaning -------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# C0 controls except \t \n \r, DEL, C1 controls, zero-width and bidi overrides
+# (harmless to search, harmful to display).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd\udc80-\udcff]")
+
+
+def is_binary(raw: str) -> bool:
+    """True when the text looks like decoded binary data (NULs, control bytes, U+FFFD)."""
+    sample = raw[:65_536]
+    if not sample:
+        return False
+    return len(_BINARY.findall(sample)) / len(sample) > BINARY_SHARE
+
+
+def _clean_characters(text: str) -> tuple[str, int]:
+    """Text without ANSI sequences or control characters, and how many controls went."""
+    text = _ANSI.sub("", text)
+    text = text.replace("\r\n", "\n")
+    removed = 0
+    if _CONTROL.search(text):
+        text, removed = _CONTROL.subn("", text)
+    return text, removed
+
+
+def _visible(line: str) -> str:
+    """What a terminal shows of a line redrawn with carriage returns (progress bars)."""
+    if "\r" not in line:
+        return line
+    parts = [p for p in line.split("\r") if p.strip()]
+    return parts[-1] if parts else ""
+
+
+# --- framework hints ----------------------------------------------------------
+
+# Each hint: pattern, evidence per framework (0..1), and where the docs show it.
+# Evidence from distinct patterns combines as a noisy-or, so two weak hints
+# (a `trainer.` key and a `rollout.` key) stay weaker than one strong one.
+_K = r"(?<![\w.])"  # a config key starts here, not inside actor_rollout_ref.rollout.x
+_NOT_CALL = r"(?![\w.]*\()"  # ...and is not a method call in quoted code (trainer.fit())
+_FRAMEWORK_HINTS: list[tuple[re.Pattern, dict[str, float]]] = [
+    (re.compile(p, flags), evidence)
+    for p, flags, evidence in [
+        # Names, as the projects write them in their own docs.
+        (r"\bverl\b", re.I, {"verl": 0.8}),
+        (r"\bsky-?rl\b|\bskyrl[-_](?:train|gym)\b", re.I, {"skyrl": 0.8}),
+        (r"\bslime\b", re.I, {"slime": 0.6}),  # also an English word, so less than the others
+        (r"\brlinf\b", re.I, {"rlinf": 0.8}),
+        (r"\bsglang\b", re.I, {"sglang": 0.8}),
+        (r"\bvllm\b", re.I, {"vllm": 0.8}),
+        # Module paths and dotted modules: verl.model_merger (verl faq.rst "Checkpoints"),
+        # verl.trainer.main_ppo (install.rst); skyrl_train.entrypoints.main_base (SkyRL seed),
+        # skyrl.train.entrypoints (skyrl installation.mdx); slime/utils/arguments.py and
+        # slime.utils.types (slime seed); rlinf.__file__ (rlinf installation.rst);
+        # sglang.srt.server_args (SkyRL seed); vllm/ paths in engine tracebacks.
+        (r"(?<![\w-])verl[/\\.](?=[a-z_])", 0, {"verl": 0.9}),
+        (r"(?<![\w-])skyrl(?:_train|_gym)?[/\\.](?=[a-z_])", 0, {"skyrl": 0.9}),
+        (r"(?<![\w-])slime[/\\.](?=[a-z_])", 0, {"slime": 0.9}),
+        (r"(?<![\w-])rlinf[/\\.](?=[a-z_])", 0, {"rlinf": 0.9}),
+        (r"(?<![\w-])sglang[/\\.](?=[a-z_])", 0, {"sglang": 0.9}),
+        (r"(?<![\w-])vllm[/\\.](?=[a-z_])", 0, {"vllm": 0.9}),
+        # verl's Hydra keys: actor_rollout_ref.* (verl seed OOM fixes, faq.rst, ascend faq.rst),
+        # critic.ppo_micro_batch_size_per_gpu, algorithm.kl_ctrl, reward_model.reward_fn (verl seed),
+        # ray_init.num_cpus (faq.rst), ray_kwargs.ray_init (install.rst), global_profiler.* (precision debugger).
+        (_K + r"actor_rollout_ref\.[a-z_]" + _NOT_CALL, 0, {"verl": 0.9}),
+        (_K + r"(?:ray_init|ray_kwargs|global_profiler|reward_model|algorithm)\.[a-z_]" + _NOT_CALL, 0, {"verl": 0.6}),
+        (_K + r"critic\.[a-z_]" + _NOT_CALL, 0, {"verl": 0.5}),
+        (_K + r"trainer\.(?:nnodes?|n_gpus_per_node|wandb_proxy)\b" + _NOT_CALL, 0, {"verl": 0.7}),  # faq.rst, install.rst
+        # SkyRL: generator.* throughout the SkyRL seed and troubleshooting.mdx;
+        # trainer.placement.colocate_all, trainer.use_expandable_segments (troubleshooting.mdx),
+        # trainer.policy.* / trainer.algorithm.* (SkyRL seed).
+        (_K + r"generator\.[a-z_]" + _NOT_CALL, 0, {"skyrl": 0.7}),
+        (_K + r"trainer\.(?:placement|policy|algorithm|use_expandable_segments|strategy)\b" + _NOT_CALL, 0, {"skyrl": 0.7}),
+        # trainer.* alone is used by both verl and SkyRL: weak evidence for each.
+        (_K + r"trainer\.[a-z_]" + _NOT_CALL, 0, {"verl": 0.2, "skyrl": 0.2}),
+        # RLinf: cluster.component_placement (rlinf faq.rst, NCCL "cuda invalid argument");
+        # rollout.attention_backend (rlinf faq.rst) but verl writes rollout.temperature
+        # (verl seed) and rollout.update_weights_bucket_megabytes (ascend faq.rst): weak for both.
+        (_K + r"cluster\.component_placement\b" + _NOT_CALL, 0, {"rlinf": 0.9}),
+        (_K + r"cluster\.[a-z_]" + _NOT_CALL, 0, {"rlinf": 0.3}),
+        (_K + r"rollout\.[a-z_]" + _NOT_CALL, 0, {"rlinf": 0.2, "verl": 0.2}),
+        (r"\brun_embodiment\.sh\b|\bexamples/embodiment\b", 0, {"rlinf": 0.6}),  # rlinf faq.rst debugging steps
+        # Environment variables named after the project: SKYRL_RAY_PG_TIMEOUT_IN_S,
+        # SKYRL_LD_LIBRARY_PATH_EXPORT (skyrl troubleshooting.mdx); VERL_USE_UV (install.rst),
+        # VERL_LOGGING_LEVEL (ascend faq.rst).
+        (r"\bSKYRL_[A-Z_]+", 0, {"skyrl": 0.8}),
+        (r"\bVERL_[A-Z_]+", 0, {"verl": 0.8}),
+        # verl's Ray driver actor, named in install.rst ("so the TaskRunner and every worker").
+        (r"\(TaskRunner pid=", 0, {"verl": 0.5}),
+        # slime's command-line flags: "SGLang arguments are prefixed with --sglang-" (slime seed),
+        # --sglang-mem-fraction-static (qa.md); --rollout-stop (qa.md), --rollout-health-check-*
+        # (fault-tolerance.md); --actor-num-nodes / --actor-num-gpus-per-node (slime seed, qa.md);
+        # debug flags (debug.md), --use-fault-tolerance (fault-tolerance.md), others from qa.md.
+        (r"--sglang-[a-z]", 0, {"slime": 0.7}),
+        (r"--rollout-[a-z]", 0, {"slime": 0.6}),
+        (r"--actor-num-(?:nodes|gpus-per-node)\b", 0, {"slime": 0.8}),
+        (r"--(?:debug-rollout-only|debug-train-only|(?:save|load)-debug-(?:rollout|train)-data|use-fault-tolerance"
+         r"|check-weight-update-equal|hf-checkpoint|ref-load|max-tokens-per-gpu|use-dynamic-batch-size|colocate)\b",
+         0, {"slime": 0.7}),
+    ]
+]
+
+
+def detect_frameworks(text: str) -> dict[str, float]:
+    """Which frameworks (and rollout engines) the text points at, with strengths in (0, 1].
+
+    Keys are verl, skyrl, slime, rlinf, and sglang / vllm for the engines.
+    Each pattern counts once however often it occurs.
+    """
+    missing: dict[str, float] = {}  # framework -> probability that no hint is right
+    for pattern, evidence in _FRAMEWORK_HINTS:
+        if pattern.search(text):
+            for name, weight in evidence.items():
+                missing[name] = missing.get(name, 1.0) * (1.0 - weight)
+    return {name: round(1.0 - miss, 2) for name, miss in sorted(missing.items())}
+
+
+# --- line classification ------------------------------------------------------
+
+_FRAME = re.compile(r'\s*File "[^"\n]*", line \d+')
+_CPP_FRAME = re.compile(r"\s*(?:frame #\d+:|#\d+\s+0x[0-9a-f]+ in |Exception raised from \S+ at \S+ \(most recent call first\))")
+_CARETS = re.compile(r"\s*[\^~]+\s*$")
+_RULE = re.compile(r"[=\-_*#~+]{3,}$")  # ==== and ---- decoration (torchrun's failure report)
+# "path.py:12: UserWarning: ...": the warnings module prints the source line under it.
+_PY_WARNING = re.compile(r"\S+\.py:\d+: \w*Warning: ")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):\s*$")
+_CHAINED = re.compile(
+    r"\s*(?:During handling of the above exception, another exception occurred|"
+    r"The above exception was the direct cause of the following exception):?\s*$"
+)
+_PROGRESS = re.compile(r"\d{1,3}%\s*\||[█▉▊▋▌▍▎▏]{3,}|\[\d{1,2}:\d{2}(?::\d{2})?<|\d+(?:\.\d+)?\s?(?:it|s)/(?:s|it)\]")
+# Ray's per-actor detail lines under an ActorDiedError ("\tactor_id: 8b3a...", "\tpid: 123").
+_FIELD_LINE = re.compile(r"\s*(?:class_name|actor_id|pid|ip|namespace|name|node_id|job_id|worker_id|task_id)\s*[:=]\s*\S*\s*$")
+
+# Prefixes removed repeatedly from the start of a line, with the log level they imply.
+_LEVEL_WORD = r"(?P<level>INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL|TRACE)"
+_PREFIXES = [
+    re.compile(r"\((?:[\w.\-<>]+ )?pid=\d+(?:, ?[\w]+=[^,()\s]*)*\)\s?"),  # (TaskRunner pid=1, ip=10.0.0.1)
+    re.compile(r"\((?:raylet|gcs_server|autoscaler|monitor|dashboard|log_monitor)[^)\n]{0,40}\)\s?"),  # (raylet)
+    re.compile(r"\[rank\d+\]:\s?", re.I),  # torchrun: [rank0]:
+    re.compile(r"[\w.\-]+:\d+:\d+ \[\d+\] "),  # NCCL: host:pid:tid [rank]
+    re.compile(r"\[(?P<level>[IWEF])\d{4} \d{2}:\d{2}:\d{2}[^\]\n]{0,80}\]\s?"),  # [E301 12:00:01.123 ProcessGroupNCCL.cpp:616]
+    re.compile(r"(?P<level>[IWEF])\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[\w.\-/]+:\d+\]\s?"),  # glog, torch elastic
+    re.compile(r"\[(?P<level>[IWEF]) [\w.\-]+:\d+\]\s?"),  # [E ProcessGroupGloo.cpp:138]
+    re.compile(r"\[[^\[\]\n]{0,60}\d{1,2}:\d{2}:\d{2}[^\[\]\n]{0,60}\]\s?"),  # [2025-03-01 12:00:01 TP0], [.. ,740 E 27 27]
+    re.compile(_LEVEL_WORD + r" \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \[[^\]\n]{1,80}\]\s?"),  # vLLM
+    re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s*(?:[|\-:]\s+)?"),  # ISO
+    re.compile(r"\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+(?:[|\-]\s+)?"),  # bare time
+    re.compile(r"\[" + _LEVEL_WORD + r"\]\s?"),  # [ERROR]
+    re.compile(r"[\w.]+ - " + _LEVEL_WORD + r" - "),  # logging's "%(name)s - %(levelname)s - " format
+    re.compile(_LEVEL_WORD + r"(?::(?:[\w.]+:)?\s*|\s*\|\s*|\s+-\s+|\s+)"),  # INFO:root: / ERROR - / WARNING
+]
+_LEVELS = {"I": "info", "W": "warning", "E": "error", "F": "error", "INFO": "info", "DEBUG": "info",
+           "TRACE": "info", "WARNING": "warning", "WARN": "warning", "ERROR": "error", "CRITICAL": "error",
+           "FATAL": "error"}
+
+_EXCEPTION = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|StopIteration)"
+    r"(?:\([^()\n]{0,200}\))?(?::\s|:?\s*$)"
+)
+_ERRORISH = re.compile(
+    r"\b(?:errors?|exceptions?|failed|failure|fatal|timed out|timeout|abort(?:ed)?|killed|oom|out of memory"
+    r"|segmentation fault|core dumped|sig(?:abrt|segv|kill|term)|illegal|unhandled|refused|denied|cannot|can't"
+    r"|unable to|not found|no module named|mismatch|exceeded|died|dead|crash(?:ed)?|hang(?:s|ing)?|stuck|nan)\b"
+    r"|NCCL WARN|错误|报错|失败|超时|异常|不足|崩溃|卡住",
+    re.I,
+)
+_WARNISH = re.compile(r"\bwarn(?:ing)?s?\b|\w+Warning:", re.I)
+
+# Inline noise, removed wherever it appears.
+_INLINE_NOISE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"  # timestamps
+    r"|\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
+    r"|\b(?:pid|tid|ip|node_id|actor_id|worker_id|job_id|task_id|object_id|placement_group_id)=[^\s,()\[\]]*"
+    r"|\b0x[0-9a-fA-F]+\b"  # addresses
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
+    r"|\b[0-9a-f]{16,}\b"  # Ray ids, hashes
+    r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"  # ip[:port]
+    r"|\[repeated \d+x across cluster\]"
+)
+_LINE_NUMBER = re.compile(r"(\.(?:py|pyx|cc|cpp|cxx|c|h|hpp|cu|cuh)):\d+(?::\d+)?")
+# Directories on a path that name the library the error comes from.
+_PATH_KEEP = frozenset(
+    "verl skyrl skyrl_train skyrl_gym slime rlinf sglang vllm megatron ray torch gloo nccl triton "
+    "flashinfer flash_attn transformers deepspeed tensordict torch_memory_saver c10d distributed".split()
+)
+_FILE_NAME = re.compile(r"\.[A-Za-z]\w{0,5}(?::\d+)*$")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _strip_prefixes(line: str) -> tuple[str, str | None]:
+    """The line without log prefixes, and the level they carried (if any)."""
+    level = None
+    for _ in range(8):  # prefixes stack: "(pid=1) [time TP0] ERROR ..."
+        candidate = line.lstrip(" \t")
+        for prefix in _PREFIXES:
+            m = prefix.match(candidate)
+            if m and m.end() > 0:
+                found = m.groupdict().get("level")
+                if found:
+                    level = level or _LEVELS.get(found.upper())
+                line = candidate[m.end():]  # keeps the indentation after the prefix (frames, source)
+                break
+        else:
+            return line, level
+    return line, level
+
+
+def _shorten_path(chunk: str) -> str:
+    """A path chunk -> library directories on it + the file name; other chunks unchanged."""
+    core = chunk.strip("\"'()[],;:<>`")
+    if core.startswith(("http://", "https://")):
+        return chunk
+    parts = [p for p in re.split(r"[/\\]+", core) if p]
+    rooted = core.startswith(("/", "./", "../", "~/", "\\")) or re.match(r"[A-Za-z]:\\", core)
+    relative_file = len(parts) >= 3 and _FILE_NAME.search(parts[-1])
+    if not parts or not (rooted or relative_file):
+        return chunk  # actor/grad_norm, critic/score/mean, Megatron/SGLang: names, not paths
+    keep = [p for p in parts[:-1] if p.lower() in _PATH_KEEP]
+    return " ".join(dict.fromkeys(keep + [parts[-1]]))
+
+
+def _scrub(line: str) -> str:
+    """Inline noise out, paths shortened, whitespace collapsed."""
+    line = _INLINE_NOISE.sub(" ", line)
+    line = _LINE_NUMBER.sub(r"\1", line)
+    # Chunk by chunk rather than one path regex: linear on any line.
+    return " ".join(_shorten_path(c) if ("/" in c or "\\" in c) else c for c in line.split())
+
+
+def _dedup_key(line: str) -> str:
+    return re.sub(r"\d+", "0", line.lower())
+
+
+# --- extraction ---------------------------------------------------------------
+
+@dataclass
+class _Line:
+    text: str
+    position: int
+    tier: int  # 0 exception, 1 error, 2 warning, 3 context
+    continuation: list[str] = field(default_factory=list)
+
+    def block(self) -> str:
+        return "\n".join([self.text, *self.continuation])
+
+
+def _classify(text: str, level: str | None) -> int:
+    if _EXCEPTION.match(text):
+        return 0
+    if level == "error" or (level != "info" and _ERRORISH.search(text)):
+        return 1
+    if level == "warning" or _WARNISH.search(text) or (level == "info" and _ERRORISH.search(text)):
+        return 2
+    return 3
+
+
+def _has_log_markers(lines: list[str]) -> bool:
+    for line in lines[-MAX_SCAN_LINES:]:
+        if _FRAME.match(line) or _TRACEBACK.search(line) or _CPP_FRAME.match(line):
+            return True
+        stripped, level = _strip_prefixes(line)
+        if stripped != line or level:
+            return True
+    return False
+
+
+def _extract(lines: list[str]) -> tuple[list[_Line], int]:
+    """Classified lines of a log, frames and noise dropped; and how many lines were clipped."""
+    kept: list[_Line] = []
+    clipped = 0
+    in_frame = False  # the previous line was a stack frame: the next indented one is source
+    open_exception: _Line | None = None
+    for position, raw in enumerate(lines):
+        raw = _visible(raw)
+        if len(raw) > MAX_LINE_CHARS:
+            raw, clipped = raw[:MAX_LINE_CHARS], clipped + 1
+        line, level = _strip_prefixes(raw)
+        if _FRAME.match(line) or _CPP_FRAME.match(line):
+            in_frame, open_exception = True, None
+            continue
+        if in_frame and line[:1].isspace() and not _EXCEPTION.match(line.strip()):
+            continue  # the source line under a frame (or under a Python warning)
+        in_frame = bool(_PY_WARNING.match(line.lstrip()))
+        stripped = line.strip()
+        if not stripped:
+            open_exception = None
+            continue
+        if (_TRACEBACK.match(stripped) or _CHAINED.match(stripped) or _CARETS.match(stripped)
+                or _RULE.match(stripped) or _PROGRESS.search(stripped) or _FIELD_LINE.match(stripped)):
+            continue
+        stripped = _TRACEBACK.sub("", stripped)  # "Scheduler hit an exception: Traceback (most recent ...)"
+        text = _scrub(stripped)
+        if not text:
+            continue
+        tier = _classify(text, level)
+        if tier == 0:
+            open_exception = _Line(text, position, 0)
+            kept.append(open_exception)
+        elif (open_exception is not None and level is None and tier >= 1
+              and len(open_exception.continuation) < MAX_CONTINUATION_LINES):
+            open_exception.continuation.append(text)  # the message goes on under the exception line
+        else:
+            open_exception = None
+            kept.append(_Line(text, position, tier))
+    return kept, clipped
+
+
+def _signature(kept: list[_Line], max_chars: int) -> tuple[list[str], int]:
+    """Ordered signature lines within max_chars, and how many error lines did not fit."""
+    exceptions = [k for k in kept if k.tier == 0]
+    errors = [k for k in kept if k.tier in (1, 2)]
+    if exceptions:
+        final = exceptions[-1]
+    elif any(k.tier == 1 for k in errors):
+        final = [k for k in errors if k.tier == 1][-1]
+    elif errors:
+        final = errors[-1]
+    else:
+        context = [k for k in kept if k.tier == 3][-FALLBACK_TAIL_LINES:]
+        return _fit([k.block() for k in context], max_chars, prefer_tail=True)
+
+    seen = {_dedup_key(final.text)}
+    others: list[_Line] = []
+    # Tail first: when lines must go, the earliest go.
+    for candidate in sorted(
+        (k for k in exceptions + errors if k is not final), key=lambda k: (k.tier, -k.position)
+    ):
+        key = _dedup_key(candidate.text)
+        if key not in seen:
+            seen.add(key)
+            others.append(candidate)
+    dropped = max(0, len(others) - MAX_OTHER_LINES)
+    others = sorted(others[:MAX_OTHER_LINES], key=lambda k: (k.tier > 0, k.tier == 2, k.position))
+    lines, cut = _fit([final.block()] + [k.block() for k in others], max_chars, prefer_tail=False)
+    return lines, cut + dropped
+
+
+def _fit(blocks: list[str], max_chars: int, *, prefer_tail: bool) -> tuple[list[str], int]:
+    """Blocks that fit in max_chars (joined by newlines); the first block is cut to fit if alone too long."""
+    order = range(len(blocks) - 1, -1, -1) if prefer_tail else range(len(blocks))
+    chosen: dict[int, str] = {}
+    used = 0
+    for i in order:
+        block = blocks[i]
+        cost = len(block) + (1 if chosen else 0)
+        if used + cost <= max_chars:
+            chosen[i] = block
+            used += cost
+        elif not chosen:
+            chosen[i] = _cut(block, max_chars)
+            used = len(chosen[i])
+    kept = [chosen[i] for i in sorted(chosen)]
+    return kept, len(blocks) - len(kept)
+
+
+def _cut(text: str, max_chars: int) -> str:
+    """The head of text within max_chars, ended at a space when one is near."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    space = head.rfind(" ", max(0, max_chars - 80))
+    return head[:space] if space > 0 else head
+
+
+# --- entry point --------------------------------------------------------------
+
+def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
+    """The searchable form of a pasted query; see the module docstring."""
+    raw = raw or ""
+    scanned = _tail(raw, MAX_SCAN_CHARS)
+    frameworks = detect_frameworks(raw if scanned is raw else raw[:HEAD_HINT_CHARS] + "\n" + scanned)
+    text, removed = _clean_characters(scanned)
+    notices = [f"Removed {removed:,} control character{_s(removed)} from the query."] if removed else []
+    lines = text.split("\n")
+    scanned_lines = lines[-MAX_SCAN_LINES:]
+
+    if not (_has_log_markers(scanned_lines) or sum(1 for line in scanned_lines if line.strip()) > LONG_PLAIN_LINES):
+        return _plain_query(raw, max_chars, notices, frameworks)
+
+    notices_after: list[str] = []
+    truncated = False
+    if scanned is not raw or len(lines) > MAX_SCAN_LINES:
+        truncated = True
+        what = f"{len(raw):,} characters" if scanned is not raw else f"{len(lines):,} lines"
+        notices_after.append(
+            f"The query was {what}; searched the error lines found in its last "
+            f"{len(chr(10).join(scanned_lines)):,} characters (a log ends with its errors), "
+            f"at most {max_chars:,} characters of signature."
+        )
+    kept, clipped = _extract(scanned_lines)
+    signature, left_out = _signature(kept, max_chars)
+    if clipped:
+        truncated = True
+        notices_after.append(f"{clipped:,} very long line{_s(clipped)} cut to their first {MAX_LINE_CHARS:,} characters.")
+    if left_out:
+        truncated = True
+        notices_after.append(
+            f"Searched the {len(signature):,} most telling error line{_s(len(signature))} "
+            f"({max_chars:,} characters at most); {left_out:,} other error line{_s(left_out)} left out."
+        )
+    errors_found = sum(1 for k in kept if k.tier <= 1)
+    if signature and errors_found:
+        notices.append(f"Pasted log detected: searched its error signature "
+                       f"({errors_found:,} error line{_s(errors_found)}, last error first).")
+    elif signature and any(k.tier == 2 for k in kept):
+        notices.append("Pasted log detected: no error line in it, searched its warnings.")
+    elif signature:
+        notices.append("Pasted log detected: no error line in it, searched its last lines.")
+    return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True)
+
+
+def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[str, float]) -> NormalizedQuery:
+    """A question or short error: whitespace collapsed, the head kept if too long."""
+    head, _ = _clean_characters(raw[: max_chars * 4])  # whitespace and escapes shrink; 4x is plenty
+    plain = _WHITESPACE.sub(" ", " ".join(_visible(line) for line in head.split("\n"))).strip()
+    truncated = len(plain) > max_chars or len(raw) > max_chars * 4
+    if truncated:
+        plain = _cut(plain, max_chars)
+        notices = notices + [f"The query was {len(raw):,} characters; searched its first {len(plain):,}."]
+    return NormalizedQuery(plain, truncated, notices, frameworks, False)
+
+
+def _tail(raw: str, limit: int) -> str:
+    """The last `limit` characters of raw, starting on a whole line when one starts near."""
+    if len(raw) <= limit:
+        return raw
+    tail = raw[-limit:]
+    newline = tail.find("\n")
+    return tail[newline + 1 :] if 0 <= newline < 10_000 else tail
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"

@@ -1,0 +1,356 @@
+"""Error-signature extraction from pasted logs, framework hints, binary detection."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlhelper.query import NormalizedQuery, detect_frameworks, is_binary, normalize_query
+
+CHAINED_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", line 212, in generate_sequences
+    output = self.inference_engine.generate(prompts=None, sampling_params=self.sampling_params)
+             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/model_runner.py", line 1654, in execute_model
+    hidden_or_intermediate_states = model_executable(
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free.
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/home/alice/runs/verl/trainer/main_ppo.py", line 64, in main
+    run_ppo(config)
+  File "/home/alice/runs/verl/trainer/ppo/ray_trainer.py", line 1023, in fit
+    gen_batch_output = self.actor_rollout_wg.generate_sequences(gen_batch)
+RuntimeError: Rollout failed after CUDA OOM; lower actor_rollout_ref.rollout.gpu_memory_utilization
+"""
+
+RAY_ACTOR_DIED = """\
+2025-03-01 12:00:01,123\tINFO worker.py:1832 -- Started a local Ray instance. View the dashboard at 127.0.0.1:8265
+(TaskRunner pid=81234, ip=10.0.0.1) Traceback (most recent call last):
+(TaskRunner pid=81234, ip=10.0.0.1)   File "/opt/verl/verl/trainer/main_ppo.py", line 292, in run
+(TaskRunner pid=81234, ip=10.0.0.1)     trainer.fit()
+(TaskRunner pid=81234, ip=10.0.0.1) ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+(TaskRunner pid=81234, ip=10.0.0.1) \tclass_name: create_colocated_worker_cls.<locals>.WorkerDict
+(TaskRunner pid=81234, ip=10.0.0.1) \tactor_id: 8b3ae0c1d5c04f1a8a6f1f8e01000000
+(TaskRunner pid=81234, ip=10.0.0.1) \tpid: 82001
+(TaskRunner pid=81234, ip=10.0.0.1) \tip: 10.0.0.2
+(TaskRunner pid=81234, ip=10.0.0.1) The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR (1) The process is killed by SIGKILL by OOM killer due to high memory usage.
+(raylet) [2025-08-29 23:30:23,740 E 2711113 2711113] (raylet) worker_pool.cc:586: Some workers of the worker process(2769699) have not registered within the timeout. [repeated 4x across cluster]
+"""
+
+SGLANG_SCHEDULER = """\
+[2025-03-01 12:00:01 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=12.31 GB
+[2025-03-01 12:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/scheduler.py", line 2345, in run_scheduler_process
+    scheduler.event_loop_overlap()
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/mem_cache/memory_pool.py", line 120, in alloc
+    raise RuntimeError("KV cache pool is full")
+RuntimeError: KV cache pool is full. Retry with a smaller --mem-fraction-static
+
+[2025-03-01 12:00:05] Received sigquit from a child process. It usually means the child failed.
+"""
+
+NCCL_LOG = """\
+node-1:12345:12400 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+node-1:12345:12400 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
+node-1:12345:12401 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<43215> failed : Software caused connection abort
+[rank0]:[E301 12:00:01.123456 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600012 milliseconds before timing out.
+torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5
+"""
+
+GLOO_LOG = """\
+[E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error
+RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete
+"""
+
+VLLM_WARNINGS = """\
+\x1b[33mWARNING 03-01 12:00:01 [config.py:1234]\x1b[0m Casting torch.bfloat16 to torch.float16.
+\x1b[32mINFO 03-01 12:00:02 [llm_engine.py:234]\x1b[0m Initializing an LLM engine (v0.8.5) with config: model='Qwen/Qwen2.5-7B'
+I0301 12:00:01.123456 12345 gcs_server.cc:123] Started GCS server
+Loading safetensors checkpoint shards: 100%|██████████| 4/4 [00:02<00:00,  1.85it/s]
+\x1b[31mERROR 03-01 12:00:09 [engine.py:160]\x1b[0m RuntimeError('CUDA error: an illegal memory access was encountered')
+"""
+
+
+def lines_of(q: NormalizedQuery) -> list[str]:
+    return q.text.split("\n")
+
+
+# --- tracebacks and logs -----------------------------------------------------------
+
+
+def test_chained_traceback_keeps_both_errors_final_first():
+    q = normalize_query(CHAINED_TRACEBACK)
+    assert q.is_log and not q.truncated
+    assert lines_of(q)[0].startswith("RuntimeError: Rollout failed after CUDA OOM")
+    assert lines_of(q)[1].startswith("torch.OutOfMemoryError: CUDA out of memory.")
+    for noise in ('File "', "line 212", "generate_sequences(", "^^^", "During handling", "Traceback", "/home/alice"):
+        assert noise not in q.text
+    assert "actor_rollout_ref.rollout.gpu_memory_utilization" in q.text
+    assert q.notices and "error signature" in q.notices[0]
+
+
+def test_frameworks_come_from_module_paths_even_when_frames_are_dropped():
+    hints = normalize_query(CHAINED_TRACEBACK).frameworks
+    assert hints["verl"] >= 0.9 and hints["vllm"] >= 0.9
+
+
+def test_ray_actor_died_dump_loses_ids_pids_and_prefixes():
+    q = normalize_query(RAY_ACTOR_DIED)
+    assert lines_of(q)[0] == "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."
+    assert "killed by SIGKILL by OOM killer" in q.text  # the message goes on under the exception line
+    assert "worker_pool.cc: Some workers of the worker process" in q.text
+    for noise in ("TaskRunner pid", "ip=", "10.0.0", "8b3ae0c1", "82001", "actor_id", "repeated 4x", "2025-08-29", "(raylet)"):
+        assert noise not in q.text
+    assert "Started a local Ray instance" not in q.text  # INFO chatter
+    assert q.frameworks["verl"] >= 0.9
+
+
+def test_sglang_scheduler_exception():
+    q = normalize_query(SGLANG_SCHEDULER)
+    assert lines_of(q)[0] == "RuntimeError: KV cache pool is full. Retry with a smaller --mem-fraction-static"
+    assert "Scheduler hit an exception:" in q.text and "Traceback" not in q.text
+    assert "TP0" not in q.text and "2025-03-01" not in q.text
+    assert "Load weight end" not in q.text
+    assert q.frameworks == {"sglang": pytest.approx(0.98)}
+
+
+def test_nccl_log_keeps_warn_lines_and_the_final_error():
+    q = normalize_query(NCCL_LOG)
+    first = lines_of(q)[0]
+    assert first.startswith("torch.distributed.DistBackendError: NCCL error in:")
+    assert "ProcessGroupNCCL.cpp unhandled system error" in first  # path -> file name, line number gone
+    assert "NCCL WARN socketStartConnect" in q.text
+    assert "Watchdog caught collective operation timeout" in q.text
+    assert "NCCL INFO" not in q.text and "10.0.0" not in q.text and "12345" not in q.text
+
+
+def test_gloo_paths_keep_library_and_file_names():
+    q = normalize_query(GLOO_LOG)
+    assert lines_of(q)[0] == "RuntimeError: gloo unbound_buffer.cc Timed out waiting 1800000ms for recv operation to complete"
+    assert "third_party" not in q.text and "transport" not in q.text
+
+
+def test_warnings_with_timestamps_ansi_and_progress_bars():
+    q = normalize_query(VLLM_WARNINGS)
+    assert lines_of(q) == [
+        "RuntimeError('CUDA error: an illegal memory access was encountered')",
+        "Casting torch.bfloat16 to torch.float16.",
+    ]
+    assert "\x1b" not in q.text
+
+
+def test_repeated_errors_from_many_ranks_collapse():
+    log = "".join(
+        f"(WorkerDict pid={100 + r}, ip=10.0.0.{r}) [rank{r}]: RuntimeError: NCCL communicator was aborted on rank {r}\n"
+        for r in range(8)
+    )
+    q = normalize_query(log)
+    assert lines_of(q) == ["RuntimeError: NCCL communicator was aborted on rank 7"]
+
+
+def test_python_logging_and_glog_prefixes():
+    log = (
+        "INFO:root:starting step 10\n"
+        "ERROR:verl.trainer:Weight sync timed out after 600s\n"
+        "W0301 12:00:01.123456 1234 socket.cc:88] connection reset by peer\n"
+    )
+    q = normalize_query(log)
+    assert lines_of(q)[0] == "Weight sync timed out after 600s"
+    assert "connection reset by peer" in q.text and "starting step" not in q.text
+    assert q.frameworks["verl"] >= 0.8  # the logger name
+
+
+def test_python_warning_drops_its_source_line_and_metric_names_are_not_paths():
+    log = (
+        "(WorkerDict pid=2345, ip=10.1.2.3) /usr/lib/python3.10/site-packages/torch/distributed/fsdp/"
+        "_state_dict_utils.py:773: UserWarning: full_state_dict will be returned.\n"
+        "(WorkerDict pid=2345, ip=10.1.2.3)   warnings.warn(\n"
+        "(main_task pid=1234) Training Progress:  12%|█▏        | 12/100 [10:01<1:13:00, 49.8s/it]\n"
+        "(main_task pid=1234) step:12 - actor/grad_norm:nan - critic/score/mean:0.1\n"
+    )
+    q = normalize_query(log)
+    assert lines_of(q) == [
+        "step:12 - actor/grad_norm:nan - critic/score/mean:0.1",
+        "torch distributed _state_dict_utils.py UserWarning: full_state_dict will be returned.",
+    ]
+
+
+def test_torchrun_failure_report_keeps_the_root_cause():
+    log = (
+        "E0301 12:00:02.000000 140 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) "
+        "local_rank: 0 (pid: 12345) of binary: /usr/bin/python\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        + "=" * 60 + "\ntrain.py FAILED\n" + "-" * 60 + "\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 12345\n"
+    )
+    q = normalize_query(log)
+    assert lines_of(q)[0] == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"
+    assert "Signal 9 (SIGKILL)" in q.text and "failed (exitcode: -9)" in q.text
+    assert "====" not in q.text and "12:00:02" not in q.text
+
+
+def test_logging_name_level_format():
+    q = normalize_query("2025-03-01 12:00:01,123 - verl.trainer.main_ppo - ERROR - Weight sync timed out\n")
+    assert q.text == "Weight sync timed out"
+
+
+def test_log_without_any_error_falls_back_to_its_last_lines():
+    log = "".join(f"2025-03-01 12:00:{i:02d} step {i} reward=0.{i}\n" for i in range(40))
+    q = normalize_query(log)
+    assert q.is_log and "step 39" in q.text and "step 10" not in q.text
+    assert "no error line" in q.notices[0]
+
+
+# --- plain questions ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("  How do I fix   OOM during rollout?\n", "How do I fix OOM during rollout?"),
+        ("rollout 阶段显存不足怎么办", "rollout 阶段显存不足怎么办"),
+        ("RuntimeError: CUDA error: out of memory", "RuntimeError: CUDA error: out of memory"),
+        ("What does\n--sglang-mem-fraction-static\ndo?", "What does --sglang-mem-fraction-static do?"),
+    ],
+)
+def test_questions_and_short_errors_pass_through(raw, expected):
+    q = normalize_query(raw)
+    assert q.text == expected and not q.is_log and not q.truncated and q.notices == []
+
+
+def test_long_question_keeps_its_head_with_a_notice():
+    q = normalize_query("why " * 3000, max_chars=100)
+    assert q.truncated and len(q.text) <= 100 and q.text.startswith("why why")
+    assert "12,000 characters" in q.notices[-1]
+
+
+def test_result_is_frozen():
+    q = normalize_query("x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        q.text = "y"
+
+
+# --- size limits ---------------------------------------------------------------------
+
+
+def test_one_megabyte_log_is_cut_to_its_tail_with_a_notice():
+    chatter = "(WorkerDict pid=4242, ip=10.0.0.3) INFO 03-01 12:00:01 [model_runner.py:1234] step 12 loss=0.123\n"
+    raw = chatter * (1_048_576 // len(chatter)) + CHAINED_TRACEBACK
+    started = time.perf_counter()
+    q = normalize_query(raw)
+    assert time.perf_counter() - started < 10
+    assert q.truncated and q.is_log
+    assert any(f"{len(raw):,} characters" in n for n in q.notices)
+    assert lines_of(q)[0].startswith("RuntimeError: Rollout failed after CUDA OOM")
+
+
+@pytest.mark.parametrize("raw", ["x" * 1_048_576, "a/" * 524_288, "[" * 1_048_576, "\n" * 1_048_576,
+                                 'File "x", line 1\n' * 60_000, "trainer." * 131_072])
+def test_hostile_megabyte_inputs_finish(raw):
+    started = time.perf_counter()
+    q = normalize_query(raw)
+    assert time.perf_counter() - started < 10
+    assert q.truncated and len(q.text) <= 4000
+
+
+def test_signature_respects_max_chars_and_says_what_was_left_out():
+    q = normalize_query(NCCL_LOG, max_chars=200)
+    assert len(q.text) <= 200 and q.truncated
+    assert lines_of(q)[0].startswith("torch.distributed.DistBackendError")
+    assert any("left out" in n for n in q.notices)
+
+
+def test_very_long_error_line_is_clipped():
+    q = normalize_query("Traceback (most recent call last):\nValueError: " + "bad " * 2000)
+    assert q.truncated and q.text.startswith("ValueError: bad bad")
+    assert any("cut to their first 2,000 characters" in n for n in q.notices)
+
+
+# --- control characters and binary ----------------------------------------------------
+
+
+def test_control_and_bidi_characters_are_removed_with_a_notice():
+    q = normalize_query("\u202eevil\u200b text\x07 here\x00")
+    assert q.text == "evil text here"
+    assert q.notices == ["Removed 4 control characters from the query."]
+
+
+def test_carriage_return_progress_keeps_the_last_redraw():
+    q = normalize_query("downloading 10%\rdownloading 55%\rRuntimeError: connection reset")
+    assert q.text == "RuntimeError: connection reset"
+
+
+@pytest.mark.parametrize(
+    "raw, binary",
+    [
+        ("\x00\x01\x02abc" * 100, True),
+        ("\ufffd\ufffdPNG\ufffd" * 100, True),
+        ("\x1b[31mred\x1b[0m text\n" * 100, False),
+        ("普通的中文问题：显存不足", False),
+        ("", False),
+        (CHAINED_TRACEBACK, False),
+    ],
+)
+def test_is_binary(raw, binary):
+    assert is_binary(raw) is binary
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=3000))
+def test_never_raises_and_stays_within_budget(raw):
+    q = normalize_query(raw, max_chars=500)
+    assert len(q.text) <= 500
+    assert "\x00" not in q.text and "\x1b" not in q.text
+
+
+# --- framework hints ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, framework",
+    [
+        ("python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=8", "verl"),
+        ("actor_rollout_ref.rollout.gpu_memory_utilization=0.3", "verl"),
+        ("python -m skyrl_train.entrypoints.main_base generator.backend=sglang", "skyrl"),
+        ("trainer.placement.colocate_all=true", "skyrl"),
+        ("export SKYRL_RAY_PG_TIMEOUT_IN_S=600", "skyrl"),
+        ("python train.py --actor-num-nodes 1 --sglang-mem-fraction-static 0.8", "slime"),
+        ("--rollout-health-check-timeout 5 --use-fault-tolerance", "slime"),
+        ('File "/root/slime/slime/utils/arguments.py", line 10', "slime"),
+        ("check cluster.component_placement", "rlinf"),
+        ("bash examples/embodiment/run_embodiment.sh maniskill_ppo_openpi_pi05", "rlinf"),
+    ],
+)
+def test_detect_frameworks_strong_hints(text, framework):
+    hints = detect_frameworks(text)
+    assert hints[framework] >= 0.6
+    assert max(hints, key=hints.get) == framework
+
+
+def test_ambiguous_keys_are_weak_evidence():
+    hints = detect_frameworks("trainer.total_epochs=3 rollout.n=4")
+    assert 0 < hints["verl"] < 0.5 and 0 < hints["skyrl"] < 0.5 and 0 < hints["rlinf"] < 0.5
+
+
+def test_keys_inside_longer_keys_and_method_calls_are_not_hints():
+    assert "rlinf" not in detect_frameworks("actor_rollout_ref.rollout.n=4")
+    assert detect_frameworks("self.trainer.fit() then trainer.fit()") == {}
+
+
+def test_names_and_engines():
+    assert detect_frameworks("SkyRL with vLLM") == {"skyrl": 0.8, "vllm": 0.8}
+    assert detect_frameworks("RLinf and SGLang") == {"rlinf": 0.8, "sglang": 0.8}
+    assert detect_frameworks("CUDA out of memory") == {}
+
+
+def test_hints_from_the_head_of_a_long_log_survive_the_cut():
+    raw = "python3 -m verl.trainer.main_ppo\n" + "step\n" * 300_000 + "RuntimeError: boom\n"
+    q = normalize_query(raw)
+    assert q.truncated and q.frameworks.get("verl", 0) >= 0.9
