@@ -89,6 +89,7 @@ def test_light_plural_stemming():
         "gpu", "weight", "retry", "status", "process", "corpus", "kwarg",
     ]
     assert tokenize("GPUs") == tokenize("GPU") == ["gpu"]
+    assert tokenize("1800000ms 50ms") == ["1800000ms", "50ms"]  # units are not plurals
 
 
 def test_full_width_and_case_are_normalised():

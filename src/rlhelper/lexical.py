@@ -57,7 +57,7 @@ from .errors import IndexCorruptError
 
 # Bump whenever tokenize() output changes: indexes built with another version
 # must be rebuilt (the index manifest records settings()).
-TOKENIZER_VERSION = "rlh-lex-1:ident+camel+flag,cjk-bigram,plural-s,stop-en"
+TOKENIZER_VERSION = "rlh-lex-2:ident+camel+flag,cjk-bigram,plural-s,stop-en"
 
 BM25_FILE = "bm25.npz"
 VOCAB_FILE = "bm25_vocab.json"
@@ -189,9 +189,9 @@ def _keep_number(text: str, segments: int) -> bool:
 
 def stem(word: str) -> str:
     """Strip an English plural: gpus -> gpu, retries -> retry; leave -ss/-us/-is."""
-    if len(word) > 4 and word.endswith("ies"):
+    if len(word) > 4 and word.endswith("ies") and word.isalpha():
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and word.isascii():
+    if len(word) > 3 and word.endswith("s") and word.isascii() and word.isalpha():  # not 1800000ms
         if not word.endswith(("ss", "us", "is")) or word in _PLURAL_US:
             return word[:-1]
     return word
