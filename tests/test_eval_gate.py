@@ -47,6 +47,12 @@ def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request):
     result = ev.run_eval(EVAL_FILE, split="test", index=index, collections=["seeds"])
 
     assert result.embedder == baseline["embedder"], "baseline was measured with another embedder"
+    # Abstention metrics depend on the calibrated threshold: re-calibrating means re-baselining, on purpose.
+    if baseline.get("abstain_threshold") is not None:
+        assert result.thresholds["hybrid"] == pytest.approx(baseline["abstain_threshold"]), (
+            f"the hybrid abstention threshold is {result.thresholds['hybrid']} but the baseline was measured at "
+            f"{baseline['abstain_threshold']}: after re-calibrating, rewrite the baseline with "
+            "`python -m rlhelper.evaluate --write-baseline`")
     dropped = ev.regressions(result.metrics("hybrid"), baseline["metrics"], baseline.get("tolerance", ev.GATE_TOLERANCE))
     # Expected entries the index no longer holds (a renamed heading?) explain many drops: show them too.
     assert not dropped, "\n".join(["metrics fell below eval/baseline.json:", *dropped, *result.warnings])

@@ -290,3 +290,12 @@ def test_write_report_writes_markdown_chart_and_json(result, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dated = [p for p in paths if p.suffix == ".md" and not p.name.startswith("latest")]
     assert len(dated) == 1 and dated[0].exists()
+
+
+def test_thresholds_record_the_helpers_override(eval_file):
+    helper = FakeHelper()
+    helper._retriever = SimpleNamespace(threshold=0.4)
+    result = ev.run_eval(eval_file, helper=helper, modes=("hybrid", "dense"))
+    assert result.thresholds == {"hybrid": 0.4, "dense": 0.4}
+    assert ev.baseline_of(result)["abstain_threshold"] == 0.4
+    assert "abstain below hybrid 0.400" in ev.format_table(result)

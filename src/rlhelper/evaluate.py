@@ -340,6 +340,7 @@ class EvalResult:
     created: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    thresholds: dict[str, float | None] = field(default_factory=dict)  # abstention threshold per mode
 
     def metrics(self, mode: str = "hybrid") -> dict:
         return summarize(self.items, mode)
@@ -369,6 +370,7 @@ class EvalResult:
             "modes": list(self.modes),
             "seconds": round(self.seconds, 3),
             "warnings": list(self.warnings),
+            "thresholds": dict(self.thresholds),
             "metrics": {mode: _rounded(self.metrics(mode)) for mode in self.modes},
             "breakdowns": {
                 name: {mode: {g: _rounded(m) for g, m in self.breakdown(name, mode).items()} for mode in self.modes}
@@ -499,6 +501,7 @@ def run_eval(
         results, warnings = evaluate_helper(helper, items, modes=modes, k=k, collections=filter_collections,
                                             doc_langs=manifest_langs(), progress=progress)
         index_label, embedder_id = str(getattr(helper, "index", "helper")), str(getattr(helper, "embedder_spec", ""))
+        thresholds = abstain_thresholds(helper, modes)
     else:
         from .api import Helper
 
@@ -508,11 +511,25 @@ def run_eval(
                                                 doc_langs=manifest_langs(), progress=progress)
             index_label = str(where) if index is not None else f"temporary index of {', '.join(collections or ['seeds'])}"
             embedder_id = str(getattr(h.index, "embedder_id", embedder or config.DEFAULT_EMBEDDER))
+            thresholds = abstain_thresholds(h, modes)
     return EvalResult(
         eval_file=str(eval_file), split=split, modes=tuple(modes), k=k, index=index_label, embedder=embedder_id,
         collections=list(collections) if collections else None, items=results,
-        seconds=time.perf_counter() - started, warnings=warnings,
+        seconds=time.perf_counter() - started, warnings=warnings, thresholds=thresholds,
     )
+
+
+def abstain_thresholds(helper, modes: Sequence[str]) -> dict[str, float | None]:
+    """The threshold each mode's abstention used: the Helper's override, else data/calibration.json's
+    (None when the helper is not a real one). Abstention metrics mean nothing without it."""
+    retriever = getattr(helper, "_retriever", None)
+    if retriever is None:
+        return {mode: None for mode in modes}
+    if getattr(retriever, "threshold", None) is not None:
+        return {mode: float(retriever.threshold) for mode in modes}
+    from .retrieve import load_threshold
+
+    return {mode: load_threshold(mode) for mode in modes}
 
 
 # --- calibration ----------------------------------------------------------------------
@@ -590,6 +607,7 @@ def baseline_of(result: EvalResult, mode: str = "hybrid") -> dict:
         "created": result.created,
         "n": metrics["n"],
         "tolerance": GATE_TOLERANCE,
+        "abstain_threshold": result.thresholds.get(mode),
         "metrics": {name: (round(metrics[name], 4) if metrics[name] is not None else None) for name in GATED_METRICS},
         "command": "python -m rlhelper.evaluate --write-baseline",
     }
@@ -652,9 +670,11 @@ def _breakdown_rows(result: EvalResult, name: str) -> tuple[list[str], list[list
 def _summary_line(result: EvalResult) -> str:
     n = len(result.items)
     unanswerable = sum(1 for r in result.items if not r.item.answerable)
+    known = {m: t for m, t in result.thresholds.items() if t is not None}
+    thresholds = f"; abstain below {', '.join(f'{m} {t:.3f}' for m, t in known.items())}" if known else ""
     return (f"{Path(result.eval_file).name}, split {result.split or 'all'}: {n} items ({n - unanswerable} answerable, "
-            f"{unanswerable} unanswerable); index: {result.index}; embedder: {result.embedder}; k={result.k}; "
-            f"{result.seconds:.1f} s")
+            f"{unanswerable} unanswerable); index: {result.index}; embedder: {result.embedder}; k={result.k}"
+            f"{thresholds}; {result.seconds:.1f} s")
 
 
 def format_table(result: EvalResult) -> str:
