@@ -345,15 +345,21 @@ def embed_entries(
             progress(len(entries) * done // total_texts)
 
     heading_vec = dict(zip(headings, _batched(embedder, headings, step), strict=True))
-    body_vecs = _batched(embedder, bodies, step)
-    mixed = np.stack([heading_vec[h] for h, _ in pairs]) * HEADING_WEIGHT + body_vecs * (1.0 - HEADING_WEIGHT)
-    return _unit(mixed)
+    # Mixed in place into the body matrix: no extra (N, dim) copies for a large corpus.
+    mixed = _batched(embedder, bodies, step)
+    mixed *= 1.0 - HEADING_WEIGHT
+    for row, (heading, _) in enumerate(pairs):
+        mixed[row] += HEADING_WEIGHT * heading_vec[heading]
+    mixed /= np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
+    return mixed
 
 
 def _batched(embedder: Embedder, texts: list[str], step: Callable[[int], None]) -> np.ndarray:
-    parts = []
+    out = None
     for start in range(0, len(texts), BATCH_SIZE):
-        batch = texts[start:start + BATCH_SIZE]
-        parts.append(np.asarray(embedder.embed_documents(batch), dtype=np.float32))
+        batch = np.asarray(embedder.embed_documents(texts[start:start + BATCH_SIZE]), dtype=np.float32)
+        if out is None:
+            out = np.empty((len(texts), batch.shape[1]), dtype=np.float32)
+        out[start:start + len(batch)] = batch
         step(len(batch))
-    return np.concatenate(parts)
+    return out

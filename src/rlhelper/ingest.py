@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -214,7 +215,7 @@ class _Doc:
     record: dict
     entries: list[Entry]
     tokens: list[list[str]]
-    vectors: np.ndarray | None  # None: to embed
+    reuse_rows: list[int] | None  # rows of the previous index whose vectors it keeps; None: to embed
     in_run: bool
     position: int
 
@@ -266,11 +267,11 @@ def ingest(
             report.notes.append("nothing to index: no document produced entries; the index was left as it was")
             report.seconds = time.perf_counter() - started
             return report
-        _embed_missing(docs, emb, previous if same_space else None, progress, report)
+        vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
+        previous = None  # its arrays are no longer needed: let them go before writing
 
         unchanged = (
             old_manifest is not None and same_space and not report.updated and not report.dropped
-            and all(d.vectors is not None for d in docs)
             and [(r["collection"], r["doc"], r["sha256"]) for r in old_manifest["documents"]]
             == [(d.record["collection"], d.record["doc"], d.record["sha256"]) for d in docs]
             and old_manifest["faiss"]["type"] == kind and old_manifest.get("settings") == _index_settings(settings)
@@ -279,7 +280,7 @@ def ingest(
             report.entries = old_manifest["entries"]
         else:
             _report(progress, report.embedded, report.embedded + 1, "writing index")
-            contents = _assemble(docs, found, old_manifest, emb, settings, kind)
+            contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
             store.save_index(path, contents)
             report.entries = len(contents.entries)
             report.written = True
@@ -321,7 +322,7 @@ def _plan(found: Sources, previous: store.Parsed | None, same_space: bool, setti
             key = (record["collection"], record["doc"])
             idx = rows.get(key, [])
             old_docs[key] = _Doc(key, record, [previous.entries[i] for i in idx], [previous.tokens[i] for i in idx],
-                                 previous.vectors[idx] if same_space else None, False, position)
+                                 idx if same_space else None, False, position)
 
     planned: dict[tuple[str, str], _Doc] = {}
     for position, source in enumerate(found.docs):
@@ -372,7 +373,7 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
     if not entries:
         report.failed.append((str(source.path), "no text to index"))
         return old
-    tokens = [lexical.tokenize(lexical.entry_text_for_lexical(e.heading, e.breadcrumb, e.text)) for e in entries]
+    tokens = [lexical_tokens(e) for e in entries]
     stat = source.path.stat()
     record = {"collection": source.collection, "doc": source.doc, "source": str(source.path.resolve()),
               "sha256": sha, "content_sha256": content, "entries": len(entries), "size": stat.st_size,
@@ -390,39 +391,57 @@ def _reason(exc: Exception, path: Path) -> str:
     return message or type(exc).__name__
 
 
-def _embed_missing(docs: list[_Doc], emb: embed.Embedder, previous: store.Parsed | None,
-                   progress: Progress | None, report: IngestReport) -> None:
-    """Give every document its vectors: from the previous index by embedded text, else the embedder."""
-    cache: dict[tuple[str, str], np.ndarray] = {}
-    if previous is not None:
+def lexical_tokens(entry: Entry) -> list[str]:
+    """The BM25 tokens of an entry. Interned: the same word in 100k entries is one string
+    object, which keeps the token lists of a large index from dominating ingest memory."""
+    text = lexical.entry_text_for_lexical(entry.heading, entry.breadcrumb, entry.text)
+    return [sys.intern(t) for t in lexical.tokenize(text)]
+
+
+def _vectors(docs: list[_Doc], emb: embed.Embedder, previous: store.Parsed | None,
+             progress: Progress | None, report: IngestReport) -> np.ndarray:
+    """Vectors of every entry of `docs`, in order: reused from the previous index (by row for
+    unchanged documents, by embedded text for the rest), else embedded now."""
+    cache: dict[tuple[str, str], np.ndarray] = {}  # embedded text -> a row view, never a copy
+    if previous is not None and any(d.reuse_rows is None for d in docs):
+        # Re-parsed documents: their unchanged sections keep their vectors.
         for i, e in enumerate(previous.entries):
             cache.setdefault(embed.entry_texts(e), previous.vectors[i])
-    todo: list[Entry] = []
-    for doc in docs:
-        if doc.vectors is None:
-            todo += [e for e in doc.entries if embed.entry_texts(e) not in cache]
     unique: dict[tuple[str, str], Entry] = {}
-    for e in todo:
-        unique.setdefault(embed.entry_texts(e), e)
+    for doc in docs:
+        if doc.reuse_rows is None:
+            for e in doc.entries:
+                key = embed.entry_texts(e)
+                if key not in cache:
+                    unique.setdefault(key, e)
     total = len(unique) + 1
     _report(progress, 0, total, "embedding")
     if unique:
-        vectors = embed.embed_entries(emb, list(unique.values()),
-                                      progress=lambda n: _report(progress, n, total, "embedding"))
-        cache.update(zip(unique, vectors, strict=True))
+        fresh = embed.embed_entries(emb, list(unique.values()),
+                                    progress=lambda n: _report(progress, n, total, "embedding"))
+        cache.update(zip(unique, np.asarray(fresh, dtype=np.float32), strict=True))
     report.embedded = len(unique)
+
+    count = sum(len(d.entries) for d in docs)
+    dim = previous.vectors.shape[1] if previous is not None else (
+        next(iter(cache.values())).shape[0] if cache else emb.dim)
+    out = np.empty((count, dim), dtype=np.float32)
+    row = 0
     for doc in docs:
-        if doc.vectors is None:
-            dim = emb.dim
-            doc.vectors = (np.stack([cache[embed.entry_texts(e)] for e in doc.entries]).astype(np.float32)
-                           if doc.entries else np.zeros((0, dim), dtype=np.float32))
+        n = len(doc.entries)
+        if doc.reuse_rows is not None:
+            out[row:row + n] = previous.vectors[doc.reuse_rows]
+        else:
+            for j, e in enumerate(doc.entries):
+                out[row + j] = cache[embed.entry_texts(e)]
+        row += n
+    return out
 
 
-def _assemble(docs: list[_Doc], found: Sources, old_manifest: dict | None, emb: embed.Embedder,
-              settings: dict, kind: str) -> store.IndexContents:
+def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifest: dict | None,
+              emb: embed.Embedder, settings: dict, kind: str) -> store.IndexContents:
     parsed = [e for d in docs for e in d.entries]
     tokens = [t for d in docs for t in d.tokens]
-    vectors = np.concatenate([d.vectors for d in docs if d.entries]).astype(np.float32, copy=False)
     merged = merge_duplicates(parsed)
     rows = _source_rows(parsed, merged)
     collections = dict((old_manifest or {}).get("collections", {}))
@@ -433,7 +452,7 @@ def _assemble(docs: list[_Doc], found: Sources, old_manifest: dict | None, emb: 
     collections = {name: {**collections.get(name, {"title": name}), "documents": n} for name, n in counts.items()}
     return store.IndexContents(
         entries=merged,
-        vectors=vectors[rows],
+        rows=rows,
         bm25=lexical.BM25Index.build([tokens[r] for r in rows]),
         parsed=parsed,
         parsed_vectors=vectors,

@@ -53,8 +53,9 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,7 +64,7 @@ import faiss
 import numpy as np
 
 from . import __version__, config
-from .errors import EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError
+from .errors import ConfigError, EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError
 from .lexical import BM25Index
 from .schema import Entry
 
@@ -77,6 +78,8 @@ PARSED_VECTORS = "parsed_vectors.npy"
 FAISS_TYPES = ("flat", "hnsw", "ivf")
 HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128
 IVF_MIN_PER_LIST = 39  # FAISS warns below 39 training points per list
+IVF_TRAIN_SAMPLE = 50_000
+ADD_CHUNK = 16_384  # rows copied at a time into FAISS
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
@@ -413,44 +416,47 @@ def _read_faiss(path: Path, folder: Path, manifest: dict):
 
 # --- building FAISS ------------------------------------------------------------
 
-def build_faiss(vectors: np.ndarray, kind: str = "flat") -> tuple[object, dict]:
-    """A FAISS index over unit `vectors` (rows = ids) and the settings the manifest records."""
-    if kind not in FAISS_TYPES:
-        from .errors import ConfigError
+def build_faiss(vectors: np.ndarray, kind: str = "flat", rows: Sequence[int] | None = None) -> tuple[object, dict]:
+    """A FAISS index over unit vectors (`vectors[rows]`, or all) and the settings the manifest records.
 
+    Rows are added in chunks, so selecting them never copies the whole matrix.
+    """
+    if kind not in FAISS_TYPES:
         raise ConfigError(f"Unknown faiss_type {kind!r}: use one of {', '.join(FAISS_TYPES)}.")
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    n, dim = vectors.shape
+    selected = np.arange(len(vectors)) if rows is None else np.asarray(rows, dtype=np.int64)
+    n, dim = len(selected), vectors.shape[1]
     faiss.omp_set_num_threads(config.cpu_threads())
     if kind == "hnsw":
         index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        index.add(vectors)
-        return index, {"type": kind, "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION,
-                       "ef_search": HNSW_EF_SEARCH}
-    if kind == "ivf":
+        settings = {"type": kind, "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION, "ef_search": HNSW_EF_SEARCH}
+    elif kind == "ivf":
         nlist = max(1, min(int(4 * np.sqrt(max(n, 1))), n // IVF_MIN_PER_LIST))
         quantizer = faiss.IndexFlatIP(dim)
         index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        if n:
-            index.train(vectors)
-        index.add(vectors)  # (the Python wrapper keeps `quantizer` alive with the index)
-        nprobe = max(1, min(nlist, 8 if nlist < 64 else nlist // 8))
-        return index, {"type": kind, "nlist": nlist, "nprobe": nprobe}
-    index = faiss.IndexFlatIP(dim)
-    index.add(vectors)
-    return index, {"type": "flat"}
+        if n:  # (the Python wrapper keeps `quantizer` alive with the index)
+            sample = np.sort(np.random.default_rng(0).permutation(selected)[:IVF_TRAIN_SAMPLE])
+            index.train(np.ascontiguousarray(vectors[sample], dtype=np.float32))
+        settings = {"type": kind, "nlist": nlist, "nprobe": max(1, min(nlist, 8 if nlist < 64 else nlist // 8))}
+    else:
+        index = faiss.IndexFlatIP(dim)
+        settings = {"type": "flat"}
+    for start in range(0, n, ADD_CHUNK):
+        index.add(np.ascontiguousarray(vectors[selected[start:start + ADD_CHUNK]], dtype=np.float32))
+    return index, settings
 
 
 # --- writing -------------------------------------------------------------------
 
 @dataclass
 class IndexContents:
-    """Everything `save_index` writes. `entries`/`vectors`/`bm25` are the searchable rows;
-    `parsed`/`parsed_vectors`/`parsed_tokens` the pre-merge entries ingest reuses."""
+    """Everything `save_index` writes. `parsed`/`parsed_vectors`/`parsed_tokens` are every
+    document's entries before merging; `entries` the searchable rows, entry i being
+    `parsed[rows[i]]` after merging (so its vector is `parsed_vectors[rows[i]]`); `bm25`
+    indexes `entries` in that order."""
 
     entries: list[Entry]
-    vectors: np.ndarray
+    rows: list[int]
     bm25: BM25Index
     parsed: list[Entry]
     parsed_vectors: np.ndarray
@@ -487,12 +493,13 @@ def _write_jsonl(file: Path, rows) -> None:
 
 def write_folder(folder: Path, contents: IndexContents) -> dict:
     """Write every file of an index into `folder` (which must not exist) and return its manifest."""
-    if len(contents.entries) != len(contents.vectors) or len(contents.parsed) != len(contents.parsed_vectors):
-        raise ValueError("entries and vectors differ in length")
+    if len(contents.entries) != len(contents.rows) or len(contents.parsed) != len(contents.parsed_vectors):
+        raise ValueError("entries, rows and vectors differ in length")
     folder.mkdir(parents=True)
     _write_jsonl(folder / ENTRIES, (e.to_dict() for e in contents.entries))
-    dense, faiss_settings = build_faiss(contents.vectors, contents.faiss_type)
+    dense, faiss_settings = build_faiss(contents.parsed_vectors, contents.faiss_type, contents.rows)
     faiss.write_index(dense, str(folder / DENSE))
+    del dense
     contents.bm25.save(folder / LEXICAL)
     _write_jsonl(folder / PARSED, ({"entry": e.to_dict(), "tokens": t}
                                    for e, t in zip(contents.parsed, contents.parsed_tokens, strict=True)))
@@ -650,7 +657,7 @@ def read_parsed(path: Path) -> Parsed | None:
             for line in f:
                 row = json.loads(line)
                 entries.append(Entry.from_dict(row["entry"]))
-                tokens.append(list(row["tokens"]))
+                tokens.append([sys.intern(t) for t in row["tokens"]])
         vectors = np.load(folder / PARSED_VECTORS, allow_pickle=False)
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise IndexCorruptError(f"{show(path / PARSED)} or its vectors are damaged ({exc}). {hint}") from exc
