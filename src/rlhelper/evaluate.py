@@ -405,8 +405,8 @@ def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] =
     for n, item in enumerate(items, start=1):
         expected_langs = set()
         for want in item.expected:
-            found = {lang for (doc, heading), lang in langs_at.items()
-                     if heading == normalize_heading(want["heading"]) and doc_matches(doc, want["doc"])}
+            found = {lang for doc, lang in langs_at.get(normalize_heading(want["heading"]), [])
+                     if doc_matches(doc, want["doc"])}
             if entries and not found:
                 warnings.append(f"{item.id}: expected entry not in the index: {want['doc']} > {want['heading']}")
             fallback = (doc_langs or {}).get(PurePosixPath(want["doc"]).name)
@@ -430,11 +430,12 @@ def _search(helper, item: EvalItem, *, mode: str, k: int, collections) -> Outcom
     return Outcome(gains=gains, abstained=bool(found.abstained), confidence=float(found.confidence), top=top)
 
 
-def _langs_by_location(entries) -> dict[tuple[str, str], str]:
-    out = {}
+def _langs_by_location(entries) -> dict[str, list[tuple[str, str]]]:
+    """Normalised heading -> [(doc, language)] of every indexed location with that heading."""
+    out: dict[str, list[tuple[str, str]]] = {}
     for e in entries:
         for doc, heading in entry_locations(e):
-            out.setdefault((doc, normalize_heading(heading)), e.lang)
+            out.setdefault(normalize_heading(heading), []).append((doc, e.lang))
     return out
 
 
