@@ -296,15 +296,20 @@ def _worker_scale_ingest(base_index: str, size: int, workdir: str, seed: int = 0
     counts = write_corpus(entries, size, work / "docs", seed)
     generate_seconds = time.perf_counter() - started
 
-    stand_in = _entry_vectors_from(MixedVectors(base_vectors, rows, seed)) if vectors == "built" else nullcontext()
-    with stand_in:
+    mixer = MixedVectors(base_vectors, rows, seed)
+    with _entry_vectors_from(mixer) if vectors == "built" else nullcontext():
         started = time.perf_counter()
         report = ingest([work / "docs"], collection=COLLECTION, index=work / "index", embedder=config.DEFAULT_EMBEDDER,
                         rebuild=True, faiss_type=faiss_type)
         ingest_seconds = time.perf_counter() - started
+    if vectors == "built" and mixer.entries < report.embedded:
+        # ingest no longer goes through embed.embed_entries: the figures would silently include embedding
+        raise RuntimeError(f"built vectors were not used ({mixer.entries} of {report.embedded} entries); "
+                           "update synthetic._entry_vectors_from to the ingest pipeline's embedding hook")
     return {"size": size, "entries": report.entries, "documents": report.documents, "corpus_bytes": counts["bytes"],
             "generate_seconds": generate_seconds, "ingest_seconds": ingest_seconds, "vectors": vectors,
-            "faiss_type": faiss_type or "flat", "index_bytes": folder_bytes(work / "index")}
+            "built_vectors": mixer.entries, "faiss_type": faiss_type or "flat",
+            "index_bytes": folder_bytes(work / "index")}
 
 
 def _worker_scale_query(index: str, queries: list[str], k: int = 5) -> dict:
