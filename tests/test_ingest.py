@@ -317,6 +317,16 @@ def test_a_damaged_previous_index_is_rebuilt_with_a_note(docs, index_path):
     assert len(Index.load(index_path).entries) == report.entries
 
 
+def test_a_plain_ingest_repairs_damaged_index_files(docs, index_path):
+    ingest([docs], index=index_path)
+    faiss_file = index_path / "dense.faiss"
+    faiss_file.write_bytes(faiss_file.read_bytes()[:100])
+    report = ingest([docs], index=index_path)
+    assert report.written and report.skipped == 3 and report.embedded == 0
+    assert any("damaged" in note for note in report.notes)
+    assert len(Index.load(index_path).entries) == report.entries
+
+
 def test_sources_that_do_not_exist_are_failed(tmp_path, index_path, docs):
     report = ingest([docs, tmp_path / "missing"], index=index_path)
     assert [(Path(p).name, r) for p, r in report.failed] == [("missing", "no such file or folder")]

