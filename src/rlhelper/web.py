@@ -1,0 +1,536 @@
+"""The web chat (Gradio): cited answers in the browser. The only module that imports Gradio.
+
+    build_app(helper, feedback_db=None) -> gr.Blocks      # the page and its events
+    serve(host="127.0.0.1", port=7860, index=None)        # `rlhelper serve`, `python ui/app.py`
+    start(helper, host, port, feedback_db) -> (app, url)  # non-blocking, for tests and the load test
+
+The handlers are plain functions (`respond`, `record_vote`, `add_comment`)
+taking the Helper / FeedbackStore explicitly, so tests call them without a
+browser or a server. All HTML comes from render.py, which escapes document and
+user text before adding markup; the chatbot shows that HTML as is
+(render_markdown=False) and Gradio's sanitiser runs on top of it.
+
+Privacy: binds 127.0.0.1 by default, never a share link, analytics, run history
+and monitoring off, no extra file paths served, system fonts only (no Google Fonts).
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before gradio is imported: its analytics read this at import time.
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+# Gradio's queue summarises every finished event with pandas for the monitoring page,
+# which is off here; summarising rarely and over few events saves CPU on each answer.
+os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
+os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
+
+import dataclasses  # noqa: E402
+import importlib.util  # noqa: E402
+import logging  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import gradio as gr  # noqa: E402
+
+from . import config, render  # noqa: E402
+from .errors import ConfigError, RlhelperError  # noqa: E402
+from .feedback import FeedbackStore  # noqa: E402
+from .schema import Answer  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+TOP_K = 5
+STREAM_PAUSE = 0.02  # seconds between streamed answer parts: visibly streams, costs no CPU
+CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
+TITLE = "rlhelper — RL training troubleshooting"
+
+EXAMPLES = [
+    {"display_text": "Weight sync times out between the trainer and SGLang. How do I fix it?",
+     "text": "Weight sync times out between the trainer and SGLang. How do I fix it?"},
+    {"display_text": "rollout 阶段显存不足怎么办？",
+     "text": "rollout 阶段显存不足怎么办？"},
+    {"display_text": "Traceback … torch.OutOfMemoryError: CUDA out of memory",
+     "text": (
+         "Traceback (most recent call last):\n"
+         '  File "/workspace/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", line 248, in generate_sequences\n'
+         "    outputs = self.inference_engine.generate(prompts=vllm_inputs, sampling_params=self.sampling_params)\n"
+         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+         "of 79.15 GiB of which 1.02 GiB is free."
+     )},
+]
+
+
+# -- handlers (plain functions) ---------------------------------------------------------
+
+
+def new_session() -> dict:
+    """Per-browser-session state: what each answer was (for votes) and the last vote."""
+    return {"answers": {}, "last_vote": None}
+
+
+def filter_value(choice: str | None) -> str | None:
+    """Dropdown value -> ask() filter: "" (All) means no filter."""
+    return choice or None
+
+
+@dataclasses.dataclass
+class LLMOptions:
+    """The optional "Write the answer with my LLM" settings from the page."""
+
+    enabled: bool = False
+    base_url: str = ""
+    model: str = ""
+
+
+def _message(role: str, html: str) -> dict:
+    return {"role": role, "content": html}
+
+
+def respond(helper, message: str, history: list | None, framework: str | None = None,
+            collection: str | None = None, session: dict | None = None,
+            llm: LLMOptions | None = None) -> Iterator[tuple[list, dict]]:
+    """Answer one chat message: yields (history, session) as the answer grows.
+
+    The user's message goes in first, then the answer streams in part by part,
+    then the final message adds the sources (or, when nothing matches, the
+    related entries). Errors become one readable message, never a traceback.
+    """
+    history = list(history or [])
+    session = session if session is not None else new_session()
+    query = message or ""
+    if not query.strip():
+        history.append(_message("assistant", render.error_html(
+            "The query is empty: paste an error message, a traceback or a question.")))
+        yield history, session
+        return
+    history.append(_message("user", render.user_html(query)))
+    history.append(_message("assistant", '<div class="rl-answer rl-muted">Searching the docs…</div>'))
+    yield history, session
+    try:
+        answer = helper.ask(query, k=TOP_K, framework=filter_value(framework),
+                            collection=filter_value(collection))
+    except RlhelperError as err:
+        history[-1] = _message("assistant", render.error_html(str(err)))
+        yield history, session
+        return
+    except Exception:  # a bug: the traceback goes to the server log, the user gets one line
+        log.exception("answering %r failed", query[:200])
+        history[-1] = _message("assistant", render.error_html(
+            "Something went wrong inside rlhelper; the details are in the server log."))
+        yield history, session
+        return
+
+    entry_for = getattr(helper, "entry", None)
+    for partial in _streamed_bodies(answer):
+        history[-1] = _message("assistant", render.answer_html(answer, text=partial, final=False))
+        yield history, session
+        time.sleep(STREAM_PAUSE)
+
+    if llm is not None and llm.enabled and not answer.abstained:
+        for html, final_answer in _llm_steps(answer, llm):
+            if final_answer is not None:
+                answer = final_answer
+            if html:
+                history[-1] = _message("assistant", html)
+                yield history, session
+
+    history[-1] = _message("assistant", render.answer_html(answer, entry_for=entry_for))
+    session["answers"][len(history) - 1] = {
+        "query": query,
+        "answer": answer.text,
+        "entry_ids": [c.entry_id for c in answer.citations],
+        "row": None,
+    }
+    yield history, session
+
+
+def _streamed_bodies(answer: Answer) -> Iterator[str]:
+    """The answer text growing one part (symptom / cause / fix block) at a time."""
+    if answer.abstained or len(answer.parts) < 2:
+        return
+    try:
+        from .answer import render_markdown
+    except ImportError:  # answer text only: nothing to stream
+        return
+    for i in range(1, len(answer.parts)):
+        yield render_markdown(answer.parts[:i], answer.citations)
+
+
+# -- the optional LLM hook -------------------------------------------------------------------
+# "Write the answer with my LLM": the user's own OpenAI-compatible server rewrites the
+# answer from the same hits (rlhelper.llm checks its citations). Any failure keeps the
+# extractive answer and says why. The server calls the URL typed on the page: the app
+# binds 127.0.0.1, so only the local user can point it somewhere.
+
+
+def llm_available() -> bool:
+    return importlib.util.find_spec("rlhelper.llm") is not None
+
+
+def _llm_steps(answer: Answer, options: LLMOptions) -> Iterator[tuple[str, Answer | None]]:
+    """(html, None) while the model writes; finally (html, merged Answer)."""
+    def kept(notice: str) -> Answer:
+        return dataclasses.replace(answer, notices=[*answer.notices, notice])
+
+    if not llm_available():
+        yield "", kept("LLM answers are not available in this install; showing the extractive answer.")
+        return
+    from . import llm as llm_mod
+    from .answer import citation_for
+
+    try:
+        settings = llm_mod.LLMSettings.resolve(base_url=options.base_url.strip() or None,
+                                               model=options.model.strip() or None)
+        stream = llm_mod.LLMStream.for_answer(answer, settings)
+    except RlhelperError as err:
+        yield "", kept(f"{err} Showing the extractive answer.")
+        return
+    # While streaming, [n] numbers the hits as the model was given them.
+    numbered = dataclasses.replace(
+        answer, notices=[], citations=[citation_for(h, i) for i, h in enumerate(answer.hits, start=1)])
+    try:
+        for text in stream.growing():
+            yield render.answer_html(numbered, text=text, final=False), None
+        final = stream.answer
+    except Exception:  # a bug, not an outage (those come back as a fallback notice)
+        log.exception("LLM answer failed")
+        yield "", kept("The LLM answer failed (details in the server log); showing the extractive answer.")
+        return
+    yield render.answer_html(final), final
+
+
+# -- votes ------------------------------------------------------------------------------------
+
+
+def _vote_of(liked) -> int | None:
+    if liked is True or liked == "Like":
+        return 1
+    if liked is False or liked == "Dislike":
+        return -1
+    return None  # "" : the vote was taken back
+
+
+def record_vote(store: FeedbackStore, session: dict | None, index, liked) -> tuple[dict, str]:
+    """Store (or change, or take back) a thumbs up/down on the answer at `index` of the history."""
+    session = session if session is not None else new_session()
+    position = index[0] if isinstance(index, list | tuple) else index
+    turn = session["answers"].get(int(position)) if position is not None else None
+    if turn is None:
+        return session, "Only answers can be voted on."
+    vote = _vote_of(liked)
+    if vote is None:
+        if turn["row"] is not None:
+            store.remove(turn["row"])
+            turn["row"] = None
+        session["last_vote"] = None
+        return session, "Vote removed."
+    if turn["row"] is None:
+        turn["row"] = store.record(turn["query"], turn["answer"], turn["entry_ids"], vote)
+    else:
+        store.change_vote(turn["row"], vote)
+    session["last_vote"] = int(position)
+    thanks = "helpful" if vote > 0 else "not helpful"
+    return session, f"Thanks: answer marked {thanks}. Add a comment below if you like (optional)."
+
+
+def add_comment(store: FeedbackStore, session: dict | None, comment: str) -> tuple[dict, str]:
+    """Attach a comment to the answer voted on last."""
+    session = session if session is not None else new_session()
+    position = session.get("last_vote")
+    turn = session["answers"].get(position) if position is not None else None
+    if turn is None or turn["row"] is None:
+        return session, "Vote on an answer first (thumbs up or down), then add a comment."
+    if not (comment or "").strip():
+        return session, "The comment is empty."
+    store.set_comment(turn["row"], comment)
+    return session, "Comment saved with your vote. Thank you."
+
+
+# -- the page -------------------------------------------------------------------------------
+
+CSS = """
+.gradio-container { max-width: 1040px !important; margin: 0 auto !important; }
+#rl-header { padding: 8px 2px 0; }
+#rl-header h1 { font-size: 1.7rem; font-weight: 700; margin: 0; letter-spacing: -0.01em; }
+#rl-header h1 .rl-mark { color: var(--color-accent); }
+#rl-header p { margin: 4px 0 0; color: var(--body-text-color-subdued); font-size: 0.95rem; }
+#rl-header .rl-stats { font-size: 0.8rem; margin-top: 2px; }
+#rl-filters { gap: 10px; align-items: center; margin: 4px 0 2px; }
+.rl-filter-note { font-size: 0.8rem; color: var(--body-text-color-subdued); }
+#rl-status { min-height: 0; font-size: 0.85rem; color: var(--body-text-color-subdued); }
+.rl-answer { font-size: 0.95rem; line-height: 1.55; white-space: normal; }
+.rl-answer p { margin: 0.35em 0; }
+.rl-answer h3, .rl-answer h4, .rl-answer h5, .rl-answer h6 { margin: 0.8em 0 0.3em; line-height: 1.3;
+  font-weight: 700; }
+.rl-answer h3 { font-size: 1.08rem; } .rl-answer h4 { font-size: 1.0rem; } .rl-answer h5 { font-size: 0.95rem; }
+.rl-body > h3:first-child, .rl-body > h4:first-child, .rl-body > h5:first-child { margin-top: 0.1em; }
+.rl-answer ul, .rl-answer ol { margin: 0.3em 0 0.3em 1.3em; padding: 0; }
+.rl-answer li.rl-sub { margin-left: 1.2em; list-style-type: circle; }
+.rl-answer code { font-size: 0.86em; background: var(--background-fill-secondary); padding: 0.05em 0.3em;
+  border-radius: 4px; }
+.rl-code { position: relative; margin: 0.5em 0; }
+.rl-code pre { background: #0f172a; color: #e2e8f0; padding: 12px 14px; padding-top: 26px; border-radius: 8px;
+  overflow-x: auto; font-size: 12.5px; line-height: 1.5; margin: 0; white-space: pre; }
+.rl-code pre code { background: transparent; padding: 0; color: inherit; font-size: inherit; }
+.rl-copy { position: absolute; z-index: 2; top: 5px; right: 6px; font-size: 11px; padding: 1px 9px; border-radius: 5px;
+  background: rgba(255,255,255,0.10); color: #e2e8f0; border: 1px solid rgba(255,255,255,0.25); cursor: pointer; }
+.rl-copy:hover { background: rgba(255,255,255,0.22); }
+.rl-lang { position: absolute; z-index: 2; top: 6px; left: 12px; font-size: 10.5px; color: #94a3b8; text-transform: uppercase;
+  letter-spacing: 0.05em; }
+.tok-k { color: #c4b5fd; } .tok-s { color: #86efac; } .tok-c { color: #7c8ba1; font-style: italic; }
+.tok-n { color: #fdba74; } .tok-e { color: #fca5a5; font-weight: 600; }
+.rl-ref { font-size: 0.72em; margin-left: 1px; } .rl-ref a { text-decoration: none; font-weight: 600; }
+.rl-sources { border-top: 1px solid var(--border-color-primary); margin-top: 12px; padding-top: 6px; }
+.rl-sources-title { font-size: 0.72rem; text-transform: uppercase; letter-spacing: 0.07em; font-weight: 700;
+  color: var(--body-text-color-subdued); margin-bottom: 2px; }
+.rl-cite { display: flex; gap: 10px; padding: 7px 0; }
+.rl-cite + .rl-cite { border-top: 1px dashed var(--border-color-primary); }
+.rl-num { flex: none; width: 22px; height: 22px; border-radius: 50%; background: var(--color-accent-soft);
+  color: var(--color-accent); font-weight: 700; font-size: 12px; display: flex; align-items: center;
+  justify-content: center; margin-top: 1px; }
+.rl-dot { background: var(--background-fill-secondary); color: var(--body-text-color-subdued); }
+.rl-cite-main { min-width: 0; flex: 1; }
+.rl-cite-head { font-weight: 600; font-size: 0.92rem; }
+.rl-cite-link { text-decoration: none; }
+.rl-cite-link:hover { text-decoration: underline; }
+.rl-sep { color: var(--body-text-color-subdued); font-weight: 400; }
+.rl-loc { display: block; font-family: var(--font-mono); font-size: 11.5px; color: var(--body-text-color-subdued); }
+.rl-details summary { cursor: pointer; font-size: 0.82rem; color: var(--color-accent); margin-top: 3px;
+  width: fit-content; }
+.rl-entry { border-left: 3px solid var(--color-accent-soft); padding: 2px 12px; margin-top: 6px;
+  max-height: 520px; overflow: auto; }
+.rl-muted { color: var(--body-text-color-subdued); font-size: 0.85rem; }
+.rl-notices { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 8px;
+  padding: 4px 12px; margin-bottom: 8px; font-size: 0.85rem; }
+.rl-notices ul { margin: 0.2em 0 0.2em 1.1em; }
+.rl-abstain { background: var(--background-fill-secondary); border-left: 4px solid #94a3b8; border-radius: 8px;
+  padding: 8px 14px; }
+.rl-error { background: #fef2f2; color: #7f1d1d; border-left: 4px solid #ef4444; border-radius: 8px;
+  padding: 8px 12px; }
+.rl-table-wrap { overflow-x: auto; margin: 0.4em 0; }
+.rl-answer table { border-collapse: collapse; font-size: 0.85rem; }
+.rl-answer th, .rl-answer td { border: 1px solid var(--border-color-primary); padding: 3px 8px; text-align: left; }
+pre.rl-query, pre.rl-table { white-space: pre-wrap; word-break: break-word; font-size: 12px; max-height: 240px;
+  overflow: auto; margin: 0; background: transparent; }
+.rl-directive { color: var(--body-text-color-subdued); font-size: 0.88rem; }
+footer { display: none !important; }
+"""
+
+# One delegated listener: the copy buttons in answers are plain HTML without handlers.
+HEAD = """
+<script>
+(function () {
+  function fallbackCopy(text) {
+    var ta = document.createElement("textarea");
+    ta.value = text; ta.style.position = "fixed"; ta.style.opacity = "0";
+    document.body.appendChild(ta); ta.select();
+    try { document.execCommand("copy"); } catch (e) {}
+    document.body.removeChild(ta);
+  }
+  document.addEventListener("click", function (ev) {
+    var path = ev.composedPath ? ev.composedPath() : [ev.target], btn = null;
+    for (var i = 0; i < path.length; i++) {
+      if (path[i].classList && path[i].classList.contains("rl-copy")) { btn = path[i]; break; }
+    }
+    if (!btn) return;
+    ev.preventDefault(); ev.stopPropagation();
+    var code = btn.parentElement && btn.parentElement.querySelector("code");
+    if (!code) return;
+    var text = code.textContent;
+    var done = function () { btn.textContent = "Copied"; setTimeout(function () { btn.textContent = "Copy"; }, 1500); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
+    } else { fallbackCopy(text); done(); }
+  }, true);
+})();
+</script>
+"""
+
+PLACEHOLDER = (
+    "### Ask about an RL training problem\n"
+    "Paste an error message, a traceback or a question, in English or 中文. "
+    "The answer quotes the matching troubleshooting entry and cites the exact section."
+)
+
+
+def theme() -> gr.themes.Base:
+    # System fonts: the default theme would fetch fonts from Google.
+    return gr.themes.Soft(
+        primary_hue="indigo",
+        neutral_hue="slate",
+        font=["ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+    )
+
+
+def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
+    """Keyword arguments for Blocks.launch: local only, private, our look (Gradio 6 takes css/theme here)."""
+    return {
+        "server_name": host,
+        "server_port": port,
+        "share": False,
+        "inbrowser": False,
+        "show_error": False,
+        "footer_links": [],
+        "run_history": False,  # no per-browser record of questions and answers
+        "enable_monitoring": False,
+        "ssr_mode": False,
+        "mcp_server": False,
+        "pwa": False,
+        "max_file_size": "1kb",  # the page takes no files; keep the upload route useless
+        "theme": theme(),
+        "css": CSS,
+        "head": HEAD,
+    }
+
+
+def _header_html(helper) -> str:
+    try:
+        count = len(helper.entries)
+        collections = ", ".join(helper.collections)
+        stats = f"{count:,} entries from {render.esc(collections)} · offline · answers quote the docs verbatim"
+    except Exception:  # a helper without these properties (tests): no stats line
+        stats = ""
+    return (
+        '<div id="rl-header"><h1><span class="rl-mark">rl</span>helper</h1>'
+        "<p>Troubleshooting for RL post-training of LLMs: verl, SkyRL, slime and RLinf, with SGLang or vLLM "
+        "rollouts. Paste an error, a traceback or a question; get the documented fix with numbered citations.</p>"
+        f'<p class="rl-stats">{stats}</p></div>'
+    )
+
+
+def _choices(label: str, values: list[str]) -> list[tuple[str, str]]:
+    return [(label, "")] + [(v, v) for v in values]
+
+
+def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
+    """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3)."""
+    store = FeedbackStore(feedback_db)
+
+    def ask(message, history, framework, collection, session, use_llm, base_url, model):
+        options = LLMOptions(bool(use_llm), base_url or "", model or "")
+        for new_history, new_session_state in respond(helper, message, history, framework, collection,
+                                                      session, options):
+            yield new_history, new_session_state, ""
+
+    def vote(session, data: gr.LikeData):
+        session, status = record_vote(store, session, data.index, data.liked)
+        return session, status, gr.update(visible=True)
+
+    def comment(session, text):
+        session, status = add_comment(store, session, text)
+        return session, status, ""
+
+    def example_text(data: gr.SelectData):
+        return data.value.get("text", "") if isinstance(data.value, dict) else str(data.value)
+
+    with gr.Blocks(title=TITLE, analytics_enabled=False, fill_width=False) as app:
+        gr.HTML(_header_html(helper))
+        session = gr.State(new_session())
+        with gr.Row(elem_id="rl-filters", equal_height=True):
+            framework = gr.Dropdown(_choices("All frameworks", helper.frameworks), value="", label="Framework",
+                                    show_label=False, container=False, scale=1, min_width=180,
+                                    elem_id="rl-framework")
+            collection = gr.Dropdown(_choices("All collections", helper.collections), value="",
+                                     label="Collection", show_label=False, container=False, scale=1,
+                                     min_width=180, elem_id="rl-collection")
+            gr.HTML('<div class="rl-filter-note">Filters apply to the next question.</div>', scale=2,
+                    min_width=160, padding=False)
+        chatbot = gr.Chatbot(
+            label="Answers",
+            show_label=False,
+            height=600,
+            render_markdown=False,  # render.py makes the HTML; no second Markdown pass over doc text
+            sanitize_html=True,
+            allow_tags=False,
+            group_consecutive_messages=False,  # one bubble per answer, so a vote points at one answer
+            feedback_options=("Like", "Dislike"),
+            buttons=[],
+            placeholder=PLACEHOLDER,
+            examples=EXAMPLES,
+            elem_id="rl-chat",
+            autoscroll=True,
+        )
+        textbox = gr.Textbox(
+            show_label=False,
+            placeholder="Paste an error, a traceback or a question (English or 中文) and press Enter",
+            lines=1,  # Enter sends; a pasted traceback keeps its lines and the box grows
+            max_lines=12,
+            submit_btn="Ask",
+            elem_id="rl-input",
+            autofocus=True,
+        )
+        status = gr.Markdown("", elem_id="rl-status")
+        with gr.Row(visible=False, equal_height=True) as comment_row:
+            comment_box = gr.Textbox(show_label=False, placeholder="Optional comment on your last vote",
+                                     scale=5, elem_id="rl-comment")
+            comment_btn = gr.Button("Save comment", scale=1, size="sm", elem_id="rl-comment-save")
+        with gr.Accordion("Write the answer with my LLM (optional)", open=False, elem_id="rl-llm"):
+            gr.Markdown(
+                "Your own OpenAI-compatible server (SGLang, vLLM, Ollama, or a hosted API) writes a short "
+                "answer from the retrieved entries; rlhelper checks its citations and flags commands found in "
+                "no source. The key, if any, is read from `$OPENAI_API_KEY` on this machine. Any failure "
+                "keeps the extractive answer."
+                + ("" if llm_available() else "\n\n*Not available in this install.*")
+            )
+            use_llm = gr.Checkbox(label="Write the answer with my LLM", value=False, interactive=llm_available(),
+                                  elem_id="rl-use-llm")
+            with gr.Row():
+                base_url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:30000/v1",
+                                      value=str(config.setting("llm_base_url", default="") or ""))
+                model = gr.Textbox(label="Model", placeholder="the name the server serves",
+                                   value=str(config.setting("llm_model", default="") or ""))
+
+        inputs = [textbox, chatbot, framework, collection, session, use_llm, base_url, model]
+        outputs = [chatbot, session, textbox]
+        textbox.submit(ask, inputs, outputs, api_name="ask", concurrency_limit=CONCURRENCY,
+                       show_progress="hidden")
+        chatbot.example_select(example_text, None, [textbox], queue=False, api_visibility="private").then(
+            ask, inputs, outputs, concurrency_limit=CONCURRENCY, show_progress="hidden",
+            api_visibility="private")
+        chatbot.clear(new_session, None, [session], queue=False, api_visibility="private")
+        chatbot.like(vote, [session], [session, status, comment_row], queue=False, api_visibility="private")
+        comment_box.submit(comment, [session, comment_box], [session, status, comment_box], queue=False,
+                           api_visibility="private")
+        comment_btn.click(comment, [session, comment_box], [session, status, comment_box], queue=False,
+                          api_visibility="private")
+    app.queue(default_concurrency_limit=CONCURRENCY)
+    return app
+
+
+# -- running it -----------------------------------------------------------------------------
+
+
+def _warm_up(helper) -> None:
+    """Load the embedding model once before the first visitor (and before many threads race to)."""
+    try:
+        helper.ask("CUDA out of memory", k=1)
+    except RlhelperError:
+        pass
+
+
+def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_db=None,
+          quiet: bool = True) -> tuple[gr.Blocks, str]:
+    """Launch in a background thread; returns (app, local URL). `app.close()` stops it."""
+    app = build_app(helper, feedback_db=feedback_db)
+    _warm_up(helper)
+    try:
+        app.launch(prevent_thread_lock=True, quiet=quiet, **launch_options(host, port))
+    except OSError as err:
+        raise ConfigError(f"Cannot serve on {host}:{port} ({err}): pass another --port.") from err
+    return app, app.local_url.rstrip("/")
+
+
+def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None) -> None:
+    """Serve the chat until interrupted (`rlhelper serve`)."""
+    from .api import Helper
+
+    helper = Helper.load(index)
+    app = build_app(helper, feedback_db=feedback_db)
+    _warm_up(helper)
+    try:
+        app.launch(**launch_options(host, port))
+    except OSError as err:
+        raise ConfigError(f"Cannot serve on {host}:{port} ({err}): pass another --port.") from err

@@ -1,0 +1,196 @@
+"""End to end in headless Chromium (Debian's package, driven by Playwright; never a downloaded browser).
+
+Set-up, also run by the session fixture below when the browser is missing:
+    apt-get update && apt-get install -y chromium
+Optional, for Chinese text in the screenshot: apt-get install -y fonts-wqy-microhei
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from rlhelper import loadtest, web
+from rlhelper.api import Helper
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update"]
+REPO = Path(__file__).resolve().parent.parent
+SCREENSHOT = REPO / "docs" / "screenshot.png"
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+QUESTION = "Weight sync timed out between the trainer and SGLang. How do I fix it?"
+
+
+def _install_chromium() -> str | None:
+    """Install Debian's chromium if missing; returns why it could not be, or None."""
+    if os.access(CHROMIUM, os.X_OK):
+        return None
+    apt = shutil.which("apt-get")
+    if not apt:
+        return "chromium is missing and apt-get is not available to install it"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    try:
+        subprocess.run([apt, "update", "-qq"], check=True, capture_output=True, timeout=900, env=env)
+        subprocess.run([apt, "install", "-y", "-qq", "chromium"], check=True, capture_output=True, timeout=1800,
+                       env=env)
+    except (OSError, subprocess.SubprocessError) as err:
+        detail = getattr(err, "stderr", b"") or b""
+        return f"chromium could not be installed with apt-get ({err}; {detail.decode(errors='replace')[-300:]})"
+    return None if os.access(CHROMIUM, os.X_OK) else "apt-get ran but /usr/bin/chromium is still missing"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    why = _install_chromium()
+    if why:
+        pytest.skip(why)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def feedback_db(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("fb") / "feedback.sqlite3"
+
+
+@pytest.fixture(scope="module")
+def seeds_url(seeds_index, feedback_db):
+    app, url = web.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=feedback_db)
+    yield url
+    app.close()
+
+
+@pytest.fixture(scope="module")
+def hostile_url(tmp_path_factory):
+    from rlhelper.ingest import ingest
+
+    index = tmp_path_factory.mktemp("hostile") / "idx"
+    ingest([HOSTILE], collection="hostile", index=index)
+    app, url = web.start(Helper.load(index=index), port=loadtest.free_port(),
+                         feedback_db=tmp_path_factory.mktemp("fb2") / "f.sqlite3")
+    yield url
+    app.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1200, "height": 1000}, device_scale_factor=1)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.dialogs = []  # every alert/confirm/prompt that fires: must stay empty
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def ask(page, question: str) -> None:
+    box = page.locator("#rl-input textarea")
+    box.fill(question)
+    box.press("Enter")
+    # the final message: sources, or the no-match block, or an error
+    page.locator(".rl-answer .rl-sources, .rl-answer .rl-abstain, .rl-error").last.wait_for()
+
+
+def wait_for_row(db: Path, query: str, seconds: float = 10.0) -> tuple | None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if db.exists():
+            with sqlite3.connect(db) as conn:
+                row = conn.execute("SELECT query, vote, cited_entry_ids FROM feedback WHERE query = ?",
+                                   (query,)).fetchone()
+            if row:
+                return row
+        time.sleep(0.2)
+    return None
+
+
+def test_ask_see_citation_expand_copy_vote(page, seeds_url, feedback_db):
+    page.goto(seeds_url)
+    page.locator("#rl-header h1").wait_for()
+    assert "helper" in page.inner_text("#rl-header h1")
+    ask(page, QUESTION)
+
+    link = page.locator(".rl-sources .rl-cite-link").first
+    assert link.get_attribute("href").startswith("https://")
+    assert link.get_attribute("target") == "_blank"
+    assert page.locator(".rl-sources .rl-num").first.inner_text() == "1"
+    assert "›" in link.inner_text()  # the heading breadcrumb
+    assert page.locator(".rl-body .rl-ref a").count() >= 1  # [n] markers link to the section
+
+    summary = page.locator(".rl-sources .rl-details summary").first
+    summary.click()
+    entry = page.locator(".rl-sources .rl-details .rl-entry").first
+    entry.wait_for(state="visible")
+    assert len(entry.inner_text()) > 20
+
+    copy = page.locator(".rl-answer .rl-copy").first
+    if copy.count():
+        copy.click()
+        page.wait_for_function("b => b.textContent === 'Copied'", arg=copy.element_handle())
+
+    page.screenshot(path=str(SCREENSHOT))  # shown in the README
+
+    page.locator("#rl-chat button[aria-label='Like']").last.click()
+    row = wait_for_row(feedback_db, QUESTION)
+    assert row is not None, "the thumbs-up did not reach SQLite"
+    assert row[1] == 1 and row[2].startswith('["')
+    page.locator("#rl-status").get_by_text("helpful").wait_for()
+
+    page.locator("#rl-comment textarea").fill("Right fix, thanks")
+    page.locator("#rl-comment-save").click()
+    page.locator("#rl-status").get_by_text("Comment saved").wait_for()
+    with sqlite3.connect(feedback_db) as conn:
+        assert conn.execute("SELECT comment FROM feedback WHERE query = ?", (QUESTION,)).fetchone() == (
+            "Right fix, thanks",)
+    assert page.dialogs == []
+
+
+def test_example_prompt_in_chinese(page, seeds_url):
+    page.goto(seeds_url)
+    page.locator("button.example", has_text="显存不足").click()
+    page.locator(".rl-answer .rl-sources, .rl-answer .rl-abstain").last.wait_for()
+    assert "显存不足" in page.locator("#rl-chat").inner_text()
+
+
+def test_empty_question_shows_a_message(page, seeds_url):
+    page.goto(seeds_url)
+    page.locator("#rl-input textarea").fill("   ")
+    page.locator("#rl-input textarea").press("Enter")
+    page.locator(".rl-error").wait_for()
+    assert "The query is empty" in page.locator(".rl-error").inner_text()
+
+
+def test_hostile_document_is_shown_as_text_and_never_runs(page, hostile_url):
+    page.goto(hostile_url)
+    ask(page, "XyzzyRewardError: reward server refused")
+    for summary in page.locator(".rl-details summary").all():
+        summary.click()
+    page.locator(".rl-details .rl-entry").first.wait_for(state="visible")
+    page.mouse.move(300, 300)
+    page.wait_for_timeout(500)  # give any injected handler the chance to fire
+
+    assert page.dialogs == []
+    text = page.locator("#rl-chat").inner_text()
+    assert "<script>alert('xss-script')</script>" in text
+    assert "<img src=x onerror=alert(1)>" in text
+    assert "[click](javascript:alert(1))" in text
+    injected = page.evaluate(
+        """() => document.querySelectorAll(
+            '#rl-chat script, #rl-chat iframe, #rl-chat img, #rl-chat object, #rl-chat embed,'
+            + ' #rl-chat [onerror], #rl-chat [onload], #rl-chat [onmouseover], #rl-chat a[href^="javascript"],'
+            + ' #rl-chat a[href^="data"]').length"""
+    )
+    assert injected == 0

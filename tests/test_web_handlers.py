@@ -1,0 +1,284 @@
+"""The web chat's handlers as plain functions, on real indexes (the seeds, and a hostile document)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlhelper import web
+from rlhelper.api import Helper
+from rlhelper.errors import IndexCorruptError
+from rlhelper.feedback import FeedbackStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from openai_stub import OpenAIStub, Reply  # noqa: E402
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+WEIGHT_SYNC = "Weight sync timed out between the trainer and SGLang"
+OFF_TOPIC = "What is the best recipe for sourdough bread with rye flour?"
+
+
+@pytest.fixture(scope="module")
+def helper(seeds_index) -> Helper:
+    return Helper.load(index=seeds_index)
+
+
+@pytest.fixture(scope="module")
+def hostile_helper(tmp_path_factory) -> Helper:
+    from rlhelper.ingest import ingest
+
+    index = tmp_path_factory.mktemp("hostile") / "idx"
+    ingest([HOSTILE], collection="hostile", index=index)
+    return Helper.load(index=index)
+
+
+@pytest.fixture(autouse=True)
+def no_stream_pause(monkeypatch):
+    monkeypatch.setattr(web, "STREAM_PAUSE", 0)
+
+
+def run(helper, query, framework="", collection="", session=None, llm=None, history=None):
+    """All yields of one respond() call, and the session it filled."""
+    session = session if session is not None else web.new_session()
+    steps = [[dict(m) for m in h] for h, _ in web.respond(helper, query, history or [], framework, collection,
+                                                           session, llm)]
+    return steps, session
+
+
+def final_html(steps) -> str:
+    return steps[-1][-1]["content"]
+
+
+def hrefs(html: str) -> list[str]:
+    return re.findall(r'href="([^"]*)"', html)
+
+
+# -- answers --------------------------------------------------------------------------------
+
+
+def test_answer_streams_in_then_shows_numbered_citations(helper):
+    expected = helper.ask(WEIGHT_SYNC, k=web.TOP_K)
+    assert not expected.abstained
+    steps, session = run(helper, WEIGHT_SYNC)
+    history = steps[-1]
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert "Weight sync timed out" in history[0]["content"]
+    assert len(steps) >= 3  # user message, partial answer(s), final answer
+    assert all("rl-sources" not in s[-1]["content"] for s in steps[:-1])
+    html = final_html(steps)
+    assert 'class="rl-sources"' in html and '<span class="rl-num">1</span>' in html
+    for c in expected.citations:
+        assert render_location(c) in html
+        if c.url:
+            assert f'href="{c.url}"' in html.replace("&amp;", "&")
+    assert html.count("Show the whole entry") == len(expected.citations)
+    assert '<sup class="rl-ref">' in html
+    turn = session["answers"][1]
+    assert turn["query"] == WEIGHT_SYNC and turn["answer"] == expected.text
+    assert turn["entry_ids"] == [c.entry_id for c in expected.citations]
+
+
+def render_location(c) -> str:
+    return f"{c.doc}:{c.line_start}–{c.line_end}"
+
+
+def test_chinese_question_is_answered_or_abstains_cleanly(helper):
+    query = "rollout 阶段显存不足怎么办"
+    expected = helper.ask(query, k=web.TOP_K)
+    html = final_html(run(helper, query)[0])
+    if expected.abstained:
+        assert "No matching entry in the docs." in html
+    else:
+        assert 'class="rl-sources"' in html
+    assert "rollout 阶段显存不足怎么办" in run(helper, query)[0][-1][0]["content"]
+
+
+def test_no_matching_entry_still_shows_related_entries(helper):
+    expected = helper.ask(OFF_TOPIC, k=web.TOP_K)
+    assert expected.abstained and expected.hits
+    steps, session = run(helper, OFF_TOPIC)
+    html = final_html(steps)
+    assert "No matching entry in the docs." in html
+    assert "Related entries" in html and html.count('class="rl-cite"') == len(expected.hits)
+    assert '<span class="rl-num">' not in html  # nothing is cited
+    assert session["answers"][1]["entry_ids"] == []
+
+
+def test_whole_entry_is_in_the_expandable_source(helper):
+    expected = helper.ask(WEIGHT_SYNC, k=web.TOP_K)
+    html = final_html(run(helper, WEIGHT_SYNC)[0])
+    entry = helper.entry(expected.citations[0].entry_id)
+    details = html.split('<details class="rl-details">', 1)[1]
+    words = [w for w in re.findall(r"[A-Za-z_]{6,}", entry.text)][:8]
+    assert words and all(w in details for w in words)
+    if "```" in entry.text or ".. code-block::" in entry.text:
+        assert "<pre><code" in details and 'class="rl-copy"' in details
+
+
+def test_framework_filter(helper):
+    for framework in helper.frameworks:
+        _, session = run(helper, "out of memory", framework=framework)
+        ids = session["answers"][1]["entry_ids"]
+        assert all(helper.entry(i).framework == framework for i in ids)
+        hits = helper.ask("out of memory", k=web.TOP_K, framework=framework).hits
+        assert all(h.entry.framework == framework for h in hits)
+
+
+def test_collection_filter(helper):
+    collection = helper.collections[0]
+    _, session = run(helper, WEIGHT_SYNC, collection=collection)
+    assert all(helper.entry(i).collection == collection for i in session["answers"][1]["entry_ids"])
+
+
+def test_unknown_filter_value_is_a_clear_state_not_a_crash(helper):
+    steps, _ = run(helper, WEIGHT_SYNC, framework="no-such-framework")
+    html = final_html(steps)
+    assert "No matching entry in the docs." in html or "rl-error" in html
+
+
+def test_app_builds_with_filters_from_the_index(helper, tmp_path):
+    app = web.build_app(helper, feedback_db=tmp_path / "f.sqlite3")
+    dropdowns = [b for b in app.blocks.values() if b.__class__.__name__ == "Dropdown"]
+    choices = {tuple(v for _, v in d.choices) for d in dropdowns}
+    assert ("", *helper.frameworks) in choices and ("", *helper.collections) in choices
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["", "   \n\t ", None])
+def test_empty_query_gives_a_clear_message(helper, query):
+    steps, session = run(helper, query)
+    assert len(steps) == 1 and len(steps[0]) == 1
+    assert "The query is empty" in final_html(steps) and 'class="rl-error"' in final_html(steps)
+    assert session["answers"] == {}
+
+
+def test_one_megabyte_query_is_answered_with_a_notice(helper):
+    query = ("RuntimeError: Weight sync timed out after 600s\n" + "x" * 1_000_000)[:1_000_000 + 100]
+    steps, _ = run(helper, query)
+    user, answer = steps[-1][0]["content"], final_html(steps)
+    assert "more characters not shown" in user and len(user) < 10_000
+    assert "rl-error" not in answer
+    expected = helper.ask(query, k=web.TOP_K)
+    assert expected.truncated or expected.notices
+    assert 'class="rl-notices"' in answer
+
+
+def test_binary_query_is_refused_with_the_library_message(helper):
+    steps, _ = run(helper, "\x00\x01\x02\x03" * 50)
+    assert 'class="rl-error"' in final_html(steps) and "Traceback" not in final_html(steps)
+
+
+def test_library_error_is_one_line_not_a_traceback(helper, monkeypatch):
+    def broken(*a, **kw):
+        raise IndexCorruptError("index/default/entries.jsonl is unreadable: run `rlhelper ingest` again.")
+
+    monkeypatch.setattr(helper, "ask", broken)
+    html = final_html(run(helper, WEIGHT_SYNC)[0])
+    assert "unreadable: run `rlhelper ingest` again." in html and "Traceback" not in html
+
+
+# -- hostile documents ------------------------------------------------------------------------
+
+
+def test_hostile_document_text_is_shown_never_run(hostile_helper):
+    assert any("<script>" in e.text for e in hostile_helper.entries)  # the attack really is in the index
+    steps, _ = run(hostile_helper, "XyzzyRewardError: reward server refused")
+    for history in steps:
+        for message in history:
+            html = message["content"]
+            assert not re.search(r"<\s*(script|img|iframe|svg|object|embed|style|link|meta|form|input)\b", html, re.I)
+            assert not re.search(r"<[^>]*\son\w+\s*=", html)
+            assert all(h.startswith(("https://", "http://")) for h in hrefs(html))
+    html = final_html(steps)
+    assert "&lt;script&gt;alert(&#x27;xss-script&#x27;)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "[click](javascript:alert(1))" in html
+
+
+def test_hostile_query_is_escaped(helper):
+    steps, _ = run(helper, "<img src=x onerror=alert(1)> weight sync")
+    assert steps[-1][0]["content"] == "<p>&lt;img src=x onerror=alert(1)&gt; weight sync</p>"
+
+
+# -- votes --------------------------------------------------------------------------------------
+
+
+def test_votes_are_stored_changed_commented_and_taken_back(helper, tmp_path):
+    store = FeedbackStore(tmp_path / "feedback.sqlite3")
+    steps, session = run(helper, WEIGHT_SYNC)
+    expected = helper.ask(WEIGHT_SYNC, k=web.TOP_K)
+
+    session, status = web.record_vote(store, session, 1, True)
+    assert "helpful" in status
+    with sqlite3.connect(store.path) as conn:
+        rows = conn.execute("SELECT query, answer, cited_entry_ids, vote, comment FROM feedback").fetchall()
+    assert len(rows) == 1
+    query, answer, ids, vote, comment = rows[0]
+    assert (query, answer, vote, comment) == (WEIGHT_SYNC, expected.text, 1, None)
+    assert ids == '["' + '", "'.join(c.entry_id for c in expected.citations) + '"]'
+
+    session, _ = web.record_vote(store, session, [1, 0], False)  # a changed mind: same row
+    session, status = web.add_comment(store, session, "The timeout key was right.")
+    assert "saved" in status
+    assert [(r["vote"], r["comment"]) for r in store.rows()] == [(-1, "The timeout key was right.")]
+
+    session, status = web.record_vote(store, session, 1, "")  # vote taken back
+    assert status == "Vote removed." and store.rows() == []
+
+
+def test_second_answer_gets_its_own_row(helper, tmp_path):
+    store = FeedbackStore(tmp_path / "feedback.sqlite3")
+    steps, session = run(helper, WEIGHT_SYNC)
+    steps, session = run(helper, OFF_TOPIC, session=session, history=steps[-1])
+    assert sorted(session["answers"]) == [1, 3]
+    web.record_vote(store, session, 1, True)
+    web.record_vote(store, session, 3, False)
+    assert [(r["query"], r["vote"]) for r in store.rows()] == [(WEIGHT_SYNC, 1), (OFF_TOPIC, -1)]
+
+
+def test_votes_on_non_answers_and_comments_without_votes(helper, tmp_path):
+    store = FeedbackStore(tmp_path / "feedback.sqlite3")
+    _, session = run(helper, WEIGHT_SYNC)
+    assert web.record_vote(store, session, 0, True)[1] == "Only answers can be voted on."
+    assert "Vote on an answer first" in web.add_comment(store, session, "hi")[1]
+    assert store.rows() == []
+
+
+# -- the LLM hook ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def quiet_env(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                 "OPENAI_API_KEY", "OPENAI_BASE_URL", "RLHELPER_LLM_BASE_URL", "RLHELPER_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+def test_llm_answer_streams_and_keeps_the_sources(helper, quiet_env):
+    pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
+    with OpenAIStub(Reply("Raise `weight_sync_timeout` in the generator config [1].")) as stub:
+        options = web.LLMOptions(True, stub.url, "stub-model")
+        steps, session = run(helper, WEIGHT_SYNC, llm=options)
+    html = final_html(steps)
+    assert "Raise <code>weight_sync_timeout</code> in the generator config" in html
+    assert "Written by the LLM" in html and 'class="rl-sources"' in html
+    assert "weight_sync_timeout" in session["answers"][1]["answer"]
+
+
+def test_llm_failure_keeps_the_extractive_answer_with_a_notice(helper, quiet_env):
+    options = web.LLMOptions(True, "http://127.0.0.1:9/v1", "nobody")  # port 9: nothing listens
+    html = final_html(run(helper, WEIGHT_SYNC, llm=options)[0])
+    assert 'class="rl-notices"' in html and "extractive answer" in html
+    assert 'class="rl-sources"' in html
+
+
+def test_llm_settings_error_is_shown(helper, quiet_env):
+    html = final_html(run(helper, WEIGHT_SYNC, llm=web.LLMOptions(True, "ftp://x", "m"))[0])
+    assert "not an http(s) URL" in html and 'class="rl-sources"' in html
