@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .schema import Answer, AnswerPart, Citation, Hit
+from .schema import Answer, AnswerPart, Citation, Hit, title_trail
 
 # Label words seen in the shipped docs, grouped by what they introduce.
 # Collected with: grep -ohE '^\*\*[^*]{1,30}[:：]?\*\*[:：]?' ingest/*/*
@@ -111,9 +111,9 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation]) -> str:
         if part.citation != current:
             current = part.citation
             c = by_number[current]
-            trail = " › ".join(c.breadcrumb[-2:]) if len(c.breadcrumb) > 1 else c.heading
+            trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
             lead = "" if current == 1 else "Also relevant: "
-            out.append(f"### {lead}{c.heading} [{current}]\n_{c.doc_title} › {trail}_")
+            out.append(f"### {lead}{c.heading} [{current}]\n_{trail}_")
         title = KIND_TITLES[part.kind]
         label = f"**{title}** [{part.citation}]\n\n" if title else ""
         out.append(f"{label}{part.text}")

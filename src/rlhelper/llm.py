@@ -30,7 +30,7 @@ from . import config
 from .answer import citation_for
 from .errors import ConfigError, RlhelperError
 from .grounding import check_citations, unverified_tokens
-from .schema import Answer, Citation, Hit
+from .schema import Answer, Citation, Hit, title_trail
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 # Local servers ignore the key but the OpenAI client insists on one; "EMPTY" is vLLM's convention.
@@ -149,10 +149,7 @@ class Source:
 
     def render(self) -> str:
         e = self.hit.entry
-        trail = list(e.breadcrumb) or [e.heading]
-        if trail[0] != e.doc_title:  # breadcrumbs usually start with the title already
-            trail.insert(0, e.doc_title)
-        title = " › ".join(t for t in trail if t)
+        title = " › ".join(title_trail(e.doc_title, list(e.breadcrumb) or [e.heading]))
         body = self.text.strip() + (f"\n{TRUNCATION_MARK}" if self.truncated else "")
         return f'<source id="{self.number}">\nTitle: {_as_data(title)}\n\n{_as_data(body)}\n</source>'
 

@@ -20,7 +20,7 @@ import html
 import re
 from collections.abc import Callable, Iterable
 
-from .schema import Answer, Citation, Entry, Hit
+from .schema import Answer, Citation, Entry, Hit, title_trail
 
 MAX_QUERY_ECHO = 2000  # characters of the user's query shown back in the chat
 
@@ -408,8 +408,7 @@ def error_html(message: str) -> str:
 
 
 def breadcrumb_html(doc_title: str, breadcrumb: list[str]) -> str:
-    trail = [doc_title] + [b for b in breadcrumb if b and b != doc_title]
-    return " <span class=\"rl-sep\">›</span> ".join(esc(t) for t in trail if t)
+    return " <span class=\"rl-sep\">›</span> ".join(esc(t) for t in title_trail(doc_title, breadcrumb))
 
 
 def _location(doc: str, line_start: int, line_end: int, collection: str = "") -> str:

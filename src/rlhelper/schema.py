@@ -9,6 +9,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 
+def title_trail(doc_title: str, breadcrumb: list[str]) -> list[str]:
+    """The document title, then the headings down to a section, with the title said once.
+
+    Most breadcrumbs already start with the title (a Markdown H1), some do not
+    (an rst page whose first heading differs from its title); only a leading
+    repeat is dropped, since a sub-section may share the title's words.
+    """
+    crumbs = [b for b in breadcrumb if b]
+    if crumbs and crumbs[0] == doc_title:
+        crumbs = crumbs[1:]
+    return [t for t in [doc_title, *crumbs] if t]
+
+
 @dataclass
 class Section:
     """One heading-scoped piece of a source document, as a parser sees it.
@@ -116,6 +129,11 @@ class Citation:
     def location(self) -> str:
         return f"{self.doc}:{self.line_start}-{self.line_end}"
 
+    @property
+    def trail(self) -> list[str]:
+        """Document title › headings, for a one-line source label."""
+        return title_trail(self.doc_title, self.breadcrumb)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -166,7 +184,7 @@ class Answer:
     def __str__(self) -> str:
         lines = [self.text, ""]
         for c in self.citations:
-            lines.append(f"[{c.number}] {c.doc_title} > {' > '.join(c.breadcrumb)} ({c.location})")
+            lines.append(f"[{c.number}] {' > '.join(c.trail)} ({c.location})")
             if c.url:
                 lines.append(f"    {c.url}")
         return "\n".join(lines).rstrip()
@@ -175,7 +193,7 @@ class Answer:
         """Notebooks render this: the answer, then the numbered citations as links."""
         lines = [self.text, ""]
         for c in self.citations:
-            label = f"{c.doc_title} › {' › '.join(c.breadcrumb)}"
+            label = " › ".join(c.trail)
             link = f"[{label}]({c.url})" if c.url else label
             lines.append(f"{c.number}. {link} — `{c.location}`")
         return "\n".join(lines)

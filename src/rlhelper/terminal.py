@@ -10,8 +10,7 @@ from .schema import Answer
 def _citation_lines(answer: Answer) -> list[str]:
     lines = []
     for c in answer.citations:
-        crumbs = " › ".join(c.breadcrumb)
-        lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True) + f"{c.doc_title} › {crumbs}")
+        lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True) + " › ".join(c.trail))
         lines.append(click.style(f"    {c.location}", dim=True) + (f"  {c.url}" if c.url else ""))
         for other in c.also_at:
             lines.append(click.style(f"    also at {other['doc']}:{other['line_start']}-{other['line_end']}", dim=True))
