@@ -81,7 +81,6 @@ def fix_commands(message: str) -> list[str]:
 
 
 KNOWN_BUGS = {
-    "BM25 postings zeroed": "names two fixes, one of them for the default index",
     "index made by another embedder": "says 'Unknown embedder' without the file or the fix",
 }
 

@@ -187,8 +187,10 @@ class Index:
         try:
             bm25 = BM25Index.load(folder / LEXICAL)
         except IndexCorruptError as exc:
+            # Its own message names the default index's rebuild: give the cause and this index's fix only.
+            cause = str(exc.__cause__ or "inconsistent arrays").split(". ")[0].rstrip(".")
             raise IndexCorruptError(
-                f"{show(path / LEXICAL)} is damaged ({exc}). Run {rebuild_hint(path)} to rebuild the index."
+                f"{show(path / LEXICAL)} is damaged ({cause}). Run {rebuild_hint(path)} to rebuild the index."
             ) from exc
         if len(bm25) != len(entries):
             raise IndexCorruptError(
