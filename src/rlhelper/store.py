@@ -113,6 +113,13 @@ def _versions(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f".{path.name}.v-*"))
 
 
+def _same(a: Path, b: Path) -> bool:
+    """Whether two paths name the same folder. Versions are found relative to the path given
+    and the live one through the link: compared as written, the live version of an index
+    named by a relative path (or through a symlinked folder) looked stale and was deleted."""
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _lock_file(path: Path) -> Path:
     return path.parent / f"{path.name}.lock"
 
@@ -565,7 +572,7 @@ def _swap_in(path: Path, version: Path) -> None:
     os.symlink(version.name, link)  # relative: the index root can be moved
     os.replace(link, path)  # the commit point
     _fsync_dir(parent)
-    if previous is not None and previous != version and previous.parent == parent:
+    if previous is not None and not _same(previous, version) and _same(previous.parent, parent):
         shutil.rmtree(previous, ignore_errors=True)
 
 
@@ -577,7 +584,7 @@ def clean_stale(path: Path) -> None:
     """
     path = Path(path)
     live = live_folder(path)
-    if live is not None and not path.exists() and live.parent == path.parent:
+    if live is not None and not path.exists() and _same(live.parent, path.parent):
         _swap_in(path, live)
     parent = path.parent
     for stale in [*parent.glob(f".{path.name}.tmp-*"), *parent.glob(f".{path.name}.link-*")]:
@@ -586,7 +593,7 @@ def clean_stale(path: Path) -> None:
         else:
             shutil.rmtree(stale, ignore_errors=True)
     for version in _versions(path):
-        if version != live:
+        if live is None or not _same(version, live):
             shutil.rmtree(version, ignore_errors=True)
 
 
