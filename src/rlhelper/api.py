@@ -48,9 +48,18 @@ class Helper:
                    abstain_threshold=abstain_threshold)
 
     def _make_embedder(self):
+        """The embedder, on the first dense search. One that cannot be loaded here is reported
+        with the index that needs it and the rebuild that does without it."""
         from .embed import get_embedder
+        from .errors import EmbedderError
+        from .store import unusable_embedder
 
-        return get_embedder(self.embedder_spec)
+        try:
+            embedder = get_embedder(self.embedder_spec)
+            embedder.dim  # noqa: B018 - loads a model now (it would load for this search anyway)
+        except EmbedderError as exc:
+            raise unusable_embedder(self.index.path, self.index.embedder_id, exc) from exc
+        return embedder
 
     # -- searching -----------------------------------------------------------------
 

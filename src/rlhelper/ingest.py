@@ -53,7 +53,7 @@ import numpy as np
 
 from . import config, embed, lexical, store
 from .entries import build_entries, merge_duplicates, read_document
-from .errors import ConfigError, DocumentError, IndexCorruptError, IndexMissingError
+from .errors import ConfigError, DocumentError, EmbedderError, IndexCorruptError, IndexMissingError
 from .schema import Entry
 
 DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".rest", ".txt")
@@ -250,7 +250,12 @@ def ingest(
         previous = None if rebuild else _previous(path, report)
         old_manifest = previous.manifest if previous else None
         spec = embedder or config.setting("embedder") or (old_manifest["embedder"]["id"] if old_manifest else None)
-        emb = embed.get_embedder(spec)
+        try:
+            emb = embed.get_embedder(spec)
+        except EmbedderError as exc:
+            if embedder or config.setting("embedder") or not old_manifest:
+                raise  # asked for by name: the message says what is wrong with the name
+            raise store.unusable_embedder(path, spec, exc) from exc
         report.embedder = emb.id
         kind = faiss_type or config.setting("faiss_type") or (old_manifest["faiss"]["type"] if old_manifest else "flat")
         settings = shaping_settings(emb.id, max_tokens)

@@ -65,7 +65,14 @@ import faiss
 import numpy as np
 
 from . import __version__, config
-from .errors import ConfigError, EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError
+from .errors import (
+    ConfigError,
+    EmbedderError,
+    EmbedderMismatchError,
+    IndexCorruptError,
+    IndexLockedError,
+    IndexMissingError,
+)
 from .lexical import BM25Index
 from .schema import Entry
 
@@ -358,6 +365,14 @@ def check_embedder(path: Path, manifest: dict, expected: str) -> None:
             f"Search it without --embedder (it uses {built!r}), or rebuild it with the other one: "
             f"`rlhelper ingest --embedder {expected}{index_opt}`."
         )
+
+
+def unusable_embedder(path: Path, built: str, reason: Exception) -> EmbedderError:
+    """The index's own embedder cannot be loaded here (unknown to this rlhelper, or its model is missing)."""
+    return EmbedderError(
+        f"{show(Path(path) / MANIFEST)} says the index was built with embedder {built!r}, which cannot be loaded "
+        f"here ({str(reason).rstrip('.')}). Rebuild the index with an embedder you have: {rebuild_hint(path)}."
+    )
 
 
 def _check_sizes(path: Path, folder: Path, manifest: dict) -> None:
