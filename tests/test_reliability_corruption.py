@@ -11,14 +11,13 @@ The shipped corpus is replaced by a small one (RLHELPER_CORPUS_DIR), so
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from clirun import cli_env, one_line_error, rlhelper
 
 from rlhelper import faults
 from rlhelper.api import Helper
@@ -38,25 +37,16 @@ def write_corpus(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cli_env(tmp_path_factory, usem3_cache_dir) -> dict:
-    home = tmp_path_factory.mktemp("cli-home")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RLHELPER_")}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local"),
-               HF_HUB_OFFLINE="1", RLHELPER_CACHE_DIR=str(usem3_cache_dir), PYTHONUNBUFFERED="1",
-               RLHELPER_CORPUS_DIR=str(write_corpus(tmp_path_factory.mktemp("corpus"))))
-    return env
-
-
-def rlhelper(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(faults.rlhelper_command(*args), env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+def env(tmp_path_factory, usem3_cache_dir) -> dict:
+    corpus = write_corpus(tmp_path_factory.mktemp("corpus"))
+    return cli_env(tmp_path_factory.mktemp("cli-home"), usem3_cache_dir, RLHELPER_CORPUS_DIR=str(corpus))
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory, cli_env) -> tuple[Path, list]:
+def pristine(tmp_path_factory, env) -> tuple[Path, list]:
     """A real index of the small corpus, built by the CLI, and what it answers."""
     root = tmp_path_factory.mktemp("pristine")
-    built = rlhelper(["ingest", "--index", "work/idx", "-q"], cli_env, root)
+    built = rlhelper(["ingest", "--index", "work/idx", "-q"], env, root)
     assert built.returncode == 0, built.stderr
     return root / "work", faults.answers(root / "work" / "idx")
 
@@ -68,27 +58,19 @@ def work(pristine, tmp_path) -> Path:
     return tmp_path / "work" / "idx"
 
 
-def one_line_error(proc: subprocess.CompletedProcess) -> str:
-    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
-    return lines[0]
-
-
 def fix_commands(message: str) -> list[str]:
     return re.findall(r"`(rlhelper [^`]*)`", message)
 
 
 @pytest.mark.parametrize("corruption", faults.CORRUPTIONS, ids=lambda c: c.name)
-def test_a_damaged_index_names_the_file_and_a_fix_that_works(corruption, work, pristine, cli_env):
+def test_a_damaged_index_names_the_file_and_a_fix_that_works(corruption, work, pristine, env):
     cwd = work.parent.parent
     corruption.damage(work)
-    message = one_line_error(rlhelper(["ask", "--index", "work/idx", QUERY], cli_env, cwd))
+    message = one_line_error(rlhelper(["ask", "--index", "work/idx", QUERY], env, cwd))
     assert f"work/idx/{corruption.file}" in message
     assert fix_commands(message) == ["rlhelper ingest --rebuild --index work/idx"], message
 
-    fixed = rlhelper(shlex.split(fix_commands(message)[0])[1:] + ["-q"], cli_env, cwd)
+    fixed = rlhelper(shlex.split(fix_commands(message)[0])[1:] + ["-q"], env, cwd)
     assert fixed.returncode == 0 and "Traceback" not in fixed.stderr, fixed.stderr
     assert faults.answers(work) == pristine[1]
 
@@ -100,8 +82,8 @@ def test_asking_for_another_embedder_than_the_index_has_says_how_to_rebuild(work
     assert faults.FOREIGN_EMBEDDER in str(err.value) and "rlhelper ingest --embedder usem3" in str(err.value)
 
 
-def test_a_plain_ingest_of_an_index_from_an_unknown_embedder_says_how_to_rebuild(work, cli_env):
+def test_a_plain_ingest_of_an_index_from_an_unknown_embedder_says_how_to_rebuild(work, env):
     faults.foreign_embedder_index(work)
-    message = one_line_error(rlhelper(["ingest", "--index", "work/idx", "-q"], cli_env, work.parent.parent))
+    message = one_line_error(rlhelper(["ingest", "--index", "work/idx", "-q"], env, work.parent.parent))
     assert "work/idx/manifest.json" in message and repr(faults.FOREIGN_EMBEDDER) in message
     assert fix_commands(message) == ["rlhelper ingest --rebuild --index work/idx"]
