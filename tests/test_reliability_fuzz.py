@@ -29,6 +29,7 @@ from rlhelper.entries import build_entries, merge_duplicates, read_document
 from rlhelper.errors import DocumentError
 from rlhelper.ingest import lexical_tokens
 from rlhelper.parse import parse_with_warnings
+from rlhelper.parse.inline import CONTROL_CHARS
 from rlhelper.query import normalize_query
 from rlhelper.schema import Entry
 
@@ -84,8 +85,6 @@ def megabyte_doc(draw) -> str:
 
 # --- documents ---------------------------------------------------------------------------
 
-_C0 = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
 
 def ingest_like(text: str, fmt: str) -> list[Entry]:
     """What ingest does with a document's text, checking what the index relies on."""
@@ -95,7 +94,7 @@ def ingest_like(text: str, fmt: str) -> list[Entry]:
     assert len({e.id for e in entries}) == len(entries)
     for entry in entries:
         assert 1 <= entry.line_start <= entry.line_end <= lines, (entry.line_start, entry.line_end, lines)
-        assert not _C0.search(entry.text)
+        assert not CONTROL_CHARS.search(entry.text + entry.heading + "".join(entry.breadcrumb))
         lexical_tokens(entry)
         entry_texts(entry)
         line = json.dumps(entry.to_dict(), ensure_ascii=False)  # as entries.jsonl stores it

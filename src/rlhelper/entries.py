@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from .errors import DocumentError
 from .parse import detect_format, parse_with_warnings
 from .parse.blocks import blocks, keep_whole, prose
-from .parse.inline import markdown_heading_text, rst_heading_text
+from .parse.inline import CONTROL_CHARS, markdown_heading_text, rst_heading_text
 from .parse.markdown import atx_heading
 from .schema import Entry, Section
 from .tokens import count_tokens
@@ -47,7 +47,6 @@ HAN_WEIGHT = 3
 ZH_MIN_SHARE = 0.3
 BINARY_CONTROL_SHARE = 0.1
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _BINARY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # \t \n \f \r are text
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -139,7 +138,7 @@ def build_entries(
                     anchor=section.anchor,
                     line_start=first,
                     line_end=last,
-                    text=_CONTROL.sub("", part_text),
+                    text=CONTROL_CHARS.sub("", part_text),
                     url=url,
                     part=number,
                     parts=len(parts),

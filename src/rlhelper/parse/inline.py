@@ -35,8 +35,10 @@ from docutils.nodes import make_id
 MAX_HEADING_CHARS = 1000
 
 _WS = re.compile(r"\s+")
-# C0 controls (minus tab/newline) and DEL: never part of visible text.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Never part of visible text: C0 controls (minus tab/newline), DEL, C1 controls (U+009B is a
+# terminal's CSI) and bidi overrides/isolates, which make a terminal or page show a command
+# in another order than the one copied (the "Trojan Source" trick).
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # --- Markdown ---------------------------------------------------------------
 # Character classes exclude the delimiters, so no pattern rescans text
@@ -70,7 +72,7 @@ _RST_TARGET_TEXT = re.compile(r"\s*<[^<>]+>$")  # "GSM8K example<../x>" inside a
 
 def clean_text(text: str) -> str:
     """Collapse whitespace and drop control characters."""
-    return _WS.sub(" ", _CONTROL.sub("", text)).strip()
+    return _WS.sub(" ", CONTROL_CHARS.sub("", text)).strip()
 
 
 def markdown_heading_text(raw: str) -> str:
