@@ -12,10 +12,12 @@ dense search, so a lexical-only use never pays for it.
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 from . import config
 from .answer import build_answer
+from .errors import QueryError
 from .retrieve import Retrieval, Retriever
 from .schema import Answer, Entry, Hit
 
@@ -66,16 +68,41 @@ class Helper:
     def retrieve(self, query: str, k: int = 10, *, framework=None, collection=None, lang=None,
                  mode: str = "hybrid") -> Retrieval:
         """Full search result: hits, normalised query, truncation, abstention and its confidence."""
-        return self._retriever.search(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode)
+        filters = self.filters(framework=framework, collection=collection, lang=lang)
+        return self._retriever.search(query, k=k, mode=mode, **filters)
+
+    def filters(self, *, framework=None, collection=None, lang=None) -> dict:
+        """Filter values as the index spells them (any case accepted). A value the index does not
+        hold raises QueryError: it would silently match nothing and read as "no entry answers this"."""
+        return {
+            "framework": self._known_values("framework", framework, self.frameworks),
+            "collection": self._known_values("collection", collection, self.collections),
+            "lang": self._known_values("lang", lang, self.langs),
+        }
+
+    @staticmethod
+    def _known_values(name: str, wanted, known: list[str]) -> list[str] | None:
+        if not wanted:
+            return None
+        by_lower = {value.lower(): value for value in known}
+        values = [wanted] if isinstance(wanted, str) else list(wanted)
+        for value in values:
+            if str(value).lower() not in by_lower:
+                raise QueryError(
+                    f"This index has no entries with {name} {value!r}; it holds {', '.join(known) or 'none'}. "
+                    f"Filter on one of those, or ingest docs of that {name} first (rlhelper ingest --help)."
+                )
+        return [by_lower[str(value).lower()] for value in values]
 
     def search(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
                mode: str = "hybrid") -> list[Hit]:
         """The top-k entries for a query, best first (no abstention: always the nearest)."""
         return self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode).hits
 
-    def ask(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None) -> Answer:
+    def ask(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
+            mode: str = "hybrid") -> Answer:
         """A grounded extractive answer with numbered citations, or an honest abstention."""
-        result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang)
+        result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode)
         return build_answer(
             query,
             result.normalized_query,
@@ -94,13 +121,18 @@ class Helper:
     def entries(self) -> list[Entry]:
         return self.index.entries
 
-    @property
+    # The index never changes under a Helper, so these are computed once.
+    @cached_property
     def frameworks(self) -> list[str]:
         return sorted({e.framework for e in self.index.entries})
 
-    @property
+    @cached_property
     def collections(self) -> list[str]:
         return sorted({e.collection for e in self.index.entries})
+
+    @cached_property
+    def langs(self) -> list[str]:
+        return sorted({e.lang for e in self.index.entries})
 
     def as_retriever(self, k: int = 4, **filters):
         """A LangChain BaseRetriever whose Documents carry the citation metadata."""

@@ -1,8 +1,8 @@
 """`rlhelper search --batch`: many queries from a JSON Lines file, one result line each.
 
-Each output line has the input's `id` plus the same fields as `ask --json`, so
-issue dumps can be triaged and eval files replayed with ordinary tools (jq).
-A bad line yields an `error` line for that id and the batch goes on.
+Each output line has the input's `id` and `line` number plus the same fields
+as `ask --json`, so issue dumps can be triaged and eval files replayed with
+ordinary tools (jq). A bad line yields an `error` line for it and the batch goes on.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from .answer import build_answer
 from .errors import RlhelperError
 
 
@@ -20,18 +19,20 @@ def run_batch(helper, path: Path, *, k: int = 5, mode: str = "hybrid", **filters
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-                query = item["query"]
-                item_id = item.get("id", number)
-            except (ValueError, KeyError, TypeError):
-                yield {"id": number, "error": f"line {number} is not a JSON object with a 'query' field"}
-                continue
-            try:
-                result = helper.retrieve(query, k=k, mode=mode, **filters)
-            except RlhelperError as err:
-                yield {"id": item_id, "error": str(err)}
-                continue
-            answer = build_answer(result.query, result.normalized_query, result.hits, abstained=result.abstained,
-                                  truncated=result.truncated, notices=result.notices)
-            yield {"id": item_id, **answer.to_dict()}
+            item_id, fields = _answer_line(helper, line, number, k=k, mode=mode, filters=filters)
+            yield {"id": item_id, "line": number, **fields}
+
+
+def _answer_line(helper, line: str, number: int, *, k: int, mode: str, filters: dict) -> tuple[object, dict]:
+    """(id, the answer's fields) for one input line, or (id, {"error": ...}) when it cannot be searched."""
+    try:
+        item = json.loads(line)
+        query, item_id = item["query"], item.get("id", number)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return number, {"error": f"line {number} is not a JSON object with a 'query' field"}
+    if not isinstance(query, str):
+        return item_id, {"error": f"line {number}: 'query' must be a string, not {type(query).__name__}"}
+    try:
+        return item_id, helper.ask(query, k=k, mode=mode, **filters).to_dict()
+    except RlhelperError as err:
+        return item_id, {"error": str(err)}

@@ -164,16 +164,13 @@ def search(query, k, framework, collection, lang, index, mode, batch, as_json):
     helper = _load_helper(index)
     filters = _filters_of(framework, collection, lang)
     if batch:
+        filters = helper.filters(**filters)  # a bad filter fails once here, not on every line
         from .batch import run_batch
 
         for line in run_batch(helper, batch, k=k, mode=mode, **filters):
             click.echo(json.dumps(line, ensure_ascii=False) if as_json else _batch_line_text(line))
         return
-    result = helper.retrieve(_read_query(query), k=k, mode=mode, **filters)
-    from .answer import build_answer
-
-    answer = build_answer(result.query, result.normalized_query, result.hits, abstained=result.abstained,
-                          truncated=result.truncated, notices=result.notices)
+    answer = helper.ask(_read_query(query), k=k, mode=mode, **filters)
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return
