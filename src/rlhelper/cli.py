@@ -104,6 +104,8 @@ def ingest(paths, collection, embedder, index, rebuild, quiet):
 
 def _read_query(query: str) -> str:
     if query == "-":
+        if sys.stdin.isatty():  # not piped: say what is expected instead of waiting in silence
+            click.echo("Paste the error, traceback or log, then press Ctrl-D on an empty line.", err=True)
         data = sys.stdin.buffer.read()
         return data.decode("utf-8", errors="replace")
     return query
@@ -133,14 +135,24 @@ def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url
     Examples:
       rlhelper ask "CUDA out of memory during rollout"
       python train.py 2>&1 | tail -80 | rlhelper ask -
+      rlhelper ask --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct "..."
     """
+    settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     helper = _load_helper(index)
     answer = helper.ask(_read_query(query), k=k, **_filters_of(framework, collection, lang))
-    if llm and not answer.abstained:
-        from .llm_cli import llm_answer
+    if settings is not None and answer.abstained:
+        from .llm import NOT_ASKED_NOTICE
 
-        answer = llm_answer(answer, stream=not as_json, base_url=llm_base_url, model=llm_model,
-                            api_key_env=llm_api_key_env, timeout=llm_timeout)
+        answer.notices.append(NOT_ASKED_NOTICE)
+    elif settings is not None:
+        from .llm import LLMStream, answer_with_llm
+
+        if not as_json:  # stream to the terminal as the model writes
+            from .terminal import print_llm_answer
+
+            print_llm_answer(LLMStream.for_answer(answer, settings))
+            return
+        answer = answer_with_llm(answer, settings)
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return
@@ -149,11 +161,27 @@ def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url
     print_answer(answer)
 
 
+def _llm_settings(llm, base_url, model, api_key_env, timeout):
+    """The LLM settings for --llm, resolved before searching so a bad one fails at once; None without --llm."""
+    if not llm:
+        given = {"--llm-base-url": base_url, "--llm-model": model, "--llm-api-key-env": api_key_env,
+                 "--llm-timeout": timeout}
+        stray = [flag for flag, value in given.items() if value is not None]
+        if stray:
+            raise click.UsageError(f"{', '.join(stray)} only applies with --llm: add --llm to have your LLM "
+                                   "write the answer.")
+        return None
+    from .llm import LLMSettings
+
+    return LLMSettings.resolve(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout)
+
+
 @main.command()
 @click.argument("query", required=False)
-@click.option("-k", default=5, show_default=True)
+@click.option("-k", default=5, show_default=True, help="How many entries to list.")
 @filter_options
-@click.option("--mode", type=click.Choice(["hybrid", "lexical", "dense"]), default="hybrid", show_default=True)
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "dense"]), default="hybrid", show_default=True,
+              help="BM25 only (lexical), embeddings only (dense), or both fused.")
 @click.option("--batch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='JSON Lines file of {"id": ..., "query": ...}; one result line per query.')
 @click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query with --batch).")
@@ -197,7 +225,7 @@ def _batch_line_text(line: dict) -> str:
 @click.option("--collection", "-c", multiple=True, help="Collections the index must hold (default: seeds).")
 @click.option("--embedder", help="Embedder spec (builds a temporary index with it).")
 @click.option("--index", "index", help="Evaluate this existing index instead of building one.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of a table.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write the Markdown report and PNG chart here (default eval/reports).")
 @click.option("--calibrate", is_flag=True, help="Choose the abstention threshold on this run (use --split dev).")
@@ -245,7 +273,7 @@ def bench_scale(sizes):
 
 
 @bench.command("web")
-@click.option("--clients", default=20, show_default=True)
+@click.option("--clients", default=20, show_default=True, help="Concurrent clients.")
 @click.option("--questions", default=10, show_default=True, help="Questions per client.")
 @click.option("--url", help="A running server (default: start one on 127.0.0.1 for the run).")
 def bench_web(clients, questions, url):
@@ -260,7 +288,7 @@ def bench_web(clients, questions, url):
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep 127.0.0.1 unless you mean it).")
-@click.option("--port", default=7860, show_default=True)
+@click.option("--port", default=7860, show_default=True, help="Port to listen on.")
 @click.option("--index", "index", help="Index folder or name.")
 def serve(host, port, index):
     """Start the web chat."""

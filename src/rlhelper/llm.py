@@ -37,6 +37,7 @@ DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 NO_KEY = "EMPTY"
 TRUNCATION_MARK = "[… source truncated]"
 INSTALL_HINT = "install the llm extra: pip install -e '.[llm]'"
+NOT_ASKED_NOTICE = "No matching entry in the docs, so the LLM was not asked: it would have nothing to ground an answer in."
 
 
 class LLMError(RlhelperError):

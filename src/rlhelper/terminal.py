@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .schema import Answer
+
+if TYPE_CHECKING:
+    from .llm import LLMStream
 
 
 def _citation_lines(answer: Answer) -> list[str]:
@@ -37,9 +42,36 @@ def print_answer(answer: Answer) -> None:
             click.secho(line.replace("**", ""), fg="green", bold=True)
         else:
             click.echo(line)
+    print_sources(answer)
+
+
+def print_sources(answer: Answer) -> None:
     click.echo("\nSources:")
     for line in _citation_lines(answer):
         click.echo(line)
+
+
+def print_llm_answer(stream: LLMStream) -> None:
+    """Show an LLM answer as the model writes it, then what the checks found and the sources.
+
+    The checks need the whole reply, so their notes (removed citations,
+    unverified commands) come after the text. If the model fails part-way, what
+    it wrote stays on screen, marked incomplete, above the extractive answer.
+    """
+    wrote = False
+    for piece in stream:
+        click.echo(piece, nl=False)  # click.echo flushes: each piece shows as it arrives
+        wrote = True
+    if wrote:
+        click.echo()
+    answer = stream.answer
+    if stream.result.fallback:
+        if wrote:
+            click.secho("[the LLM answer above is incomplete; the extractive answer follows]\n", fg="yellow")
+        print_answer(answer)
+        return
+    print_notices(answer)
+    print_sources(answer)
 
 
 def print_hit_rows(answer: Answer) -> None:
