@@ -503,3 +503,40 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
         else:
             parts.append('<div class="rl-muted rl-pending">…</div>')
     return f'<div class="rl-answer">{"".join(parts)}</div>'
+
+
+# -- notebooks ------------------------------------------------------------------------------
+
+# Jupyter has none of the web page's stylesheet: a small one scoped to .rl-nb, with
+# colours that read on light and dark notebook themes. No script runs there, so the
+# copy buttons are hidden; "Show the whole entry" is a plain <details> and works.
+NOTEBOOK_CSS = """
+.rl-nb { font-size: 14px; line-height: 1.5; max-width: 60em; }
+.rl-nb .rl-searched { opacity: 0.7; font-size: 12px; margin-bottom: 4px; }
+.rl-nb .rl-body :is(h3, h4, h5, h6) { font-size: 1.05em; margin: 0.8em 0 0.3em; }
+.rl-nb .rl-code pre { background: #0f172a; color: #e2e8f0; padding: 10px 12px; border-radius: 6px; overflow-x: auto; }
+.rl-nb .rl-copy, .rl-nb .rl-lang { display: none; }
+.rl-nb .tok-k { color: #c4b5fd; } .rl-nb .tok-s { color: #86efac; } .rl-nb .tok-c { color: #7c8ba1; }
+.rl-nb .tok-n { color: #fdba74; } .rl-nb .tok-e { color: #fca5a5; }
+.rl-nb .rl-sources { border-top: 1px solid rgba(127,127,127,0.4); margin-top: 10px; padding-top: 4px; }
+.rl-nb .rl-sources-title { font-size: 11px; text-transform: uppercase; letter-spacing: 0.06em; font-weight: 700;
+  opacity: 0.7; }
+.rl-nb .rl-cite { display: flex; gap: 8px; padding: 5px 0; }
+.rl-nb .rl-num { flex: none; min-width: 20px; height: 20px; border-radius: 50%; background: rgba(99,102,241,0.18);
+  font-weight: 700; font-size: 12px; text-align: center; line-height: 20px; }
+.rl-nb .rl-cite-head { font-weight: 600; }
+.rl-nb .rl-loc { display: block; font-family: monospace; font-size: 11.5px; opacity: 0.7; }
+.rl-nb .rl-muted { opacity: 0.7; font-size: 12px; }
+.rl-nb .rl-entry { border-left: 3px solid rgba(99,102,241,0.35); padding: 2px 10px; max-height: 420px; overflow: auto; }
+.rl-nb .rl-notices { border: 1px solid #fcd34d; background: rgba(252,211,77,0.12); border-radius: 6px;
+  padding: 2px 10px; margin-bottom: 6px; font-size: 12.5px; }
+.rl-nb .rl-abstain { border-left: 4px solid #94a3b8; padding: 4px 12px; }
+"""
+
+
+def notebook_html(answer: Answer) -> str:
+    """A self-contained view of an Answer for Jupyter: what was searched, the answer, numbered sources."""
+    searched = ""
+    if answer.normalized_query.strip() != answer.query.strip():
+        searched = f'<div class="rl-searched">Searched for: {esc(answer.normalized_query[:300])}</div>'
+    return f'<style>{NOTEBOOK_CSS}</style><div class="rl-nb">{searched}{answer_html(answer)}</div>'

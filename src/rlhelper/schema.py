@@ -189,8 +189,14 @@ class Answer:
                 lines.append(f"    {c.url}")
         return "\n".join(lines).rstrip()
 
+    def _repr_html_(self) -> str:
+        """Notebooks render this: the answer with linked [n] markers, then the numbered sources."""
+        from .render import notebook_html  # standard library only, like this module
+
+        return notebook_html(self)
+
     def _repr_markdown_(self) -> str:
-        """Notebooks render this: the answer, then the numbered citations as links."""
+        """Front ends without HTML (and nbconvert to Markdown): the answer, then the citations as links."""
         lines = [self.text, ""]
         for c in self.citations:
             label = " › ".join(c.trail)
