@@ -276,6 +276,21 @@ def test_terminal_output_has_colour(seeds_index):
     assert WAKE_UP_HEADING in ANSI.sub("", out)
 
 
+def test_ask_dash_on_a_terminal_says_what_to_paste(seeds_index):
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([RLHELPER, "ask", "--index", str(seeds_index), "--json", "-"], stdin=follower,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    os.close(follower)
+    try:
+        os.write(leader, WAKE_UP.encode() + b"\n\x04")  # typed, then Ctrl-D on an empty line
+        out, err = proc.communicate(timeout=LIMIT)
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0, err.decode()
+    assert err.decode().splitlines()[0] == "Paste the error, traceback or log, then press Ctrl-D on an empty line."
+    assert json.loads(out)["citations"][0]["heading"] == WAKE_UP_HEADING
+
+
 # -- errors ------------------------------------------------------------------------------------------
 
 
