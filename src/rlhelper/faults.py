@@ -138,7 +138,7 @@ def rlhelper_command(*args: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Kill:
-    delay: float  # seconds from start to SIGKILL
+    seconds: float  # from start to SIGKILL
     phase: str  # where it landed (PHASES), or "finished" when the ingest ended first
 
 
@@ -157,16 +157,24 @@ def landed(path: Path, pid: int) -> str:
     return PHASES[0]
 
 
-def kill_ingest(argv: Sequence[str], path: Path, delay: float, env: dict | None = None) -> Kill:
-    """Start `argv` (an ingest into `path`), SIGKILL it after `delay` seconds, say where it landed."""
-    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+def kill_ingest(argv: Sequence[str], path: Path, delay: float, env: dict | None = None, *,
+                once_writing: bool = False) -> Kill:
+    """Start `argv` (an ingest into `path`) and SIGKILL it `delay` seconds later, or `delay` seconds
+    after it starts writing files (`once_writing`: aims at the few tenths of a second that matter
+    whatever the machine's load). Says where it landed; an ingest that fails instead is an error."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    while once_writing and proc.poll() is None and landed(path, proc.pid) == PHASES[0]:
+        time.sleep(0.002)
     try:
         proc.wait(timeout=delay)
-        return Kill(delay, "finished")
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    return Kill(delay, landed(path, proc.pid))
+        return Kill(time.perf_counter() - started, landed(path, proc.pid))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.read().decode(errors='replace')[-500:]}")
+    return Kill(time.perf_counter() - started, "finished")
 
 
 @dataclass(frozen=True)
