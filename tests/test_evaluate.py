@@ -1,4 +1,4 @@
-"""Eval metrics on hand-made rankings, the hit matcher, calibration, and report writing on a fake Helper."""
+"""Eval metrics on hand-made rankings, the hit matcher, threshold choice, and report writing on a fake Helper."""
 
 from __future__ import annotations
 
@@ -242,18 +242,6 @@ def test_choose_threshold_uses_the_allowed_wrong_abstentions():
     answerable = [0.2] + [0.9] * 19
     t = ev.choose_threshold(answerable, [0.4])
     assert 0.4 < t < 0.9
-
-
-def test_calibrate_uses_dev_items_only_and_saves(result, eval_file, tmp_path):
-    with pytest.raises(ConfigError):
-        ev.calibrate(ev.run_eval(eval_file, helper=FakeHelper(), split="test"))
-    dev = ev.run_eval(eval_file, helper=FakeHelper(), split="dev")
-    cal = ev.calibrate(dev)
-    assert cal["hybrid"]["n_answerable"] == 1 and cal["hybrid"]["n_unanswerable"] == 2
-    # dev confidences: answerable 0.8; unanswerable 0.1, 0.45 -> abstain below a threshold in (0.45, 0.8)
-    assert 0.45 < cal["hybrid"]["threshold"] < 0.8
-    path = ev.save_calibration(cal, tmp_path / "data" / "calibration.json")
-    assert json.loads(path.read_text())["hybrid"]["threshold"] == cal["hybrid"]["threshold"]
 
 
 def test_regressions_flag_drops_beyond_tolerance_only():

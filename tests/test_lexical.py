@@ -15,10 +15,13 @@ import pytest
 from rlhelper.errors import IndexCorruptError
 from rlhelper.lexical import (
     BM25_FILE,
+    HEADING_REPEATS,
     TOKENIZER_VERSION,
     VOCAB_FILE,
     BM25Index,
     entry_text_for_lexical,
+    entry_tokens,
+    phrases,
     stem,
     tokenize,
 )
@@ -156,6 +159,29 @@ def test_entry_text_without_breadcrumb():
     assert entry_text_for_lexical("H", [], "body") == "H\nH\nbody"
 
 
+def test_phrases_are_ordered_pairs_of_plain_words():
+    assert phrases("ValueError: reward_spec field is required") == [
+        "valueerror+reward", "reward+spec", "spec+field", "field+required"]
+    assert phrases("Field 'reward_spec' must be a dictionary") == [
+        "field+reward", "reward+spec", "spec+dictionary"]  # "must", "be", "a" are stopwords
+    assert phrases("GPUs at 30%") == []  # one plain word ("gpu"); numbers are not words here
+    assert phrases("显存不足") == [] and phrases("") == []
+
+
+def test_entry_tokens_add_the_headings_phrases_weighted_like_the_heading():
+    tokens = entry_tokens("Weight sync timed out", ["Guide", "Weight sync timed out"], "Raise the timeout.")
+    assert tokens.count("weight+sync") == HEADING_REPEATS + 1
+    assert "raise+timeout" not in tokens  # body pairs are not indexed
+
+
+def test_phrases_break_a_tie_between_entries_sharing_words():
+    docs = ["Error: reward_spec field is required", "Error: ValueError: Field 'reward_spec' must be a dictionary"]
+    idx = BM25Index.build([entry_tokens(d, [d], d) for d in docs])
+    query = "ValueError: reward_spec field is required"
+    ids, _ = idx.search(tokenize(query) + phrases(query), k=2)
+    assert ids[0] == 0
+
+
 # --- BM25 ------------------------------------------------------------------------
 
 DOCS = [
@@ -247,6 +273,26 @@ def test_scores_match_a_textbook_implementation():
     expected = _reference_bm25(docs, query)
     assert np.allclose(scores, expected[ids], rtol=1e-4)
     assert set(ids) == set(np.flatnonzero(expected > 0))
+
+
+def test_upper_bound_and_score_of_one_document(index):
+    query = tokenize("Weight sync timed out")
+    ids, scores = index.search(query, k=6)
+    for row, score in zip(ids, scores, strict=True):
+        assert index.score(query, int(row)) == pytest.approx(score, rel=1e-5)
+    assert index.score(query, 4) == 0.0  # the Chinese Gloo entry holds none of the words
+    assert 0 < scores[0] < index.upper_bound(query)
+    assert index.upper_bound(["never-seen-token"]) == 0.0
+
+
+def test_coverage_weighs_rare_tokens_more(index):
+    doc = set(tokenize(DOCS[1]))
+    assert index.coverage(tokenize("weight sync"), doc) == 1.0
+    assert index.coverage([], doc) == 0.0
+    rare, common = "weight_sync_timeout", "error"
+    assert index.term_weight(rare) > index.term_weight(common)
+    assert index.coverage([rare, "nothing"], doc) > index.coverage(["error", "nothing"], doc)
+    assert index.term_weight("nothing") >= index.term_weight(rare)  # unknown: the rarest possible
 
 
 def test_empty_corpus_and_empty_documents():

@@ -228,18 +228,23 @@ def _batch_line_text(line: dict) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of a table.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write the Markdown report and PNG chart here (default eval/reports).")
-@click.option("--calibrate", is_flag=True, help="Choose the abstention threshold on this run (use --split dev).")
+@click.option("--calibrate", is_flag=True,
+              help="Fit the abstention model on the dev split first (saved to the calibration_file setting).")
 def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate):
     """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid."""
     from . import evaluate
 
-    result = evaluate.run_eval(eval_set or evaluate.DEFAULT_EVAL_FILE, split=split,
-                               collections=list(collection) or None, embedder=embedder, index=index)
+    eval_file = eval_set or evaluate.DEFAULT_EVAL_FILE
     if calibrate:
-        if split == "test":
-            raise click.UsageError("calibrate on the dev split, never on test")
-        saved = evaluate.save_calibration(evaluate.calibrate(result))
-        click.echo(f"calibration written: {saved}", err=True)
+        if split != "dev":
+            raise click.UsageError("calibrate on the dev split (--split dev), never on test")
+        from .calibration import run_calibration
+
+        model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
+                                       index=index)
+        click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
+    result = evaluate.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
+                               index=index)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

@@ -3,7 +3,7 @@
     result = run_eval(Path("eval/seeds.jsonl"), split="test")   # lexical, dense, hybrid in one run
     print(format_table(result))
     write_report(result, Path("eval/reports"))                  # Markdown + PNG
-    save_calibration(calibrate(run_eval(..., split="dev")))     # abstention threshold, dev only
+    calibration.run_calibration(Path("eval/seeds.jsonl"))         # abstention model, dev only
 
 In the spirit of sentence-transformers' InformationRetrievalEvaluator: the
 metrics are small pure functions over a relevance list (1 where the hit at
@@ -44,8 +44,6 @@ from .errors import ConfigError, RlhelperError
 DEFAULT_EVAL_FILE = config.REPO_ROOT / "eval" / "seeds.jsonl"
 DEFAULT_REPORT_DIR = config.REPO_ROOT / "eval" / "reports"
 DEFAULT_BASELINE = config.REPO_ROOT / "eval" / "baseline.json"
-# The file retrieve.load_threshold reads; spelled out here so evaluating never needs the retriever's imports.
-CALIBRATION_FILE = config.PACKAGE_DIR / "data" / "calibration.json"
 
 MODES = ("lexical", "dense", "hybrid")
 CUTOFFS = (1, 3, 5)
@@ -491,7 +489,7 @@ def run_eval(
     when given. Without it a temporary index of `collections` (default: seeds) is
     built with `embedder` (default: the default embedder). `helper` skips loading
     altogether (tests, notebooks). The abstention threshold is whatever the Helper
-    reads (data/calibration.json).
+    reads (its calibrated confidence model, see confidence.py).
     """
     items = load_eval_set(eval_file, split=split)
     if not items:
@@ -521,8 +519,8 @@ def run_eval(
 
 
 def abstain_thresholds(helper, modes: Sequence[str]) -> dict[str, float | None]:
-    """The threshold each mode's abstention used: the Helper's override, else data/calibration.json's
-    (None when the helper is not a real one). Abstention metrics mean nothing without it."""
+    """The threshold each mode's abstention used: the Helper's override, else the calibrated
+    model's (None when the helper is not a real one). Abstention metrics mean nothing without it."""
     retriever = getattr(helper, "_retriever", None)
     if retriever is None:
         return {mode: None for mode in modes}
@@ -530,10 +528,11 @@ def abstain_thresholds(helper, modes: Sequence[str]) -> dict[str, float | None]:
         return {mode: float(retriever.threshold) for mode in modes}
     from .retrieve import load_threshold
 
-    return {mode: load_threshold(mode) for mode in modes}
+    embedder_id = str(getattr(helper.index, "embedder_id", config.DEFAULT_EMBEDDER))
+    return {mode: load_threshold(mode, embedder_id) for mode in modes}
 
 
-# --- calibration ----------------------------------------------------------------------
+# --- choosing an abstention threshold (calibration.py fits the model) ---------------------
 
 
 def choose_threshold(answerable: Sequence[float], unanswerable: Sequence[float],
@@ -559,38 +558,6 @@ def choose_threshold(answerable: Sequence[float], unanswerable: Sequence[float],
         if best_key is None or key > best_key:
             best, best_key = t, key
     return round(best, 6)
-
-
-def calibrate(result: EvalResult, max_wrongly_abstained: float = MAX_WRONGLY_ABSTAINED) -> dict:
-    """Per-mode abstention thresholds chosen on dev items only (items without a split count as dev)."""
-    dev = [r for r in result.items if r.item.split in ("dev", None)]
-    if result.split == "test" or not dev:
-        raise ConfigError("Calibration needs dev items: run the eval with --split dev.")
-    out: dict = {
-        "embedder": result.embedder,
-        "calibrated_on": f"{Path(result.eval_file).name} split=dev ({len(dev)} items)",
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "rule": f"abstain when confidence < threshold; most unanswerable dev items abstained with at most "
-                f"{max_wrongly_abstained:.0%} of answerable dev items abstained",
-    }
-    for mode in result.modes:
-        pos = [r.outcomes[mode].confidence for r in dev if r.item.answerable]
-        neg = [r.outcomes[mode].confidence for r in dev if not r.item.answerable]
-        t = choose_threshold(pos, neg, max_wrongly_abstained)
-        scores = abstention_scores([c < t for c in pos + neg], [False] * len(pos) + [True] * len(neg))
-        out[mode] = {"threshold": t, "n_answerable": len(pos), "n_unanswerable": len(neg),
-                     **{k: round(v, 4) if v is not None else None for k, v in scores.items()}}
-    return out
-
-
-def save_calibration(calibration: dict, path: Path | None = None) -> Path:
-    """Write calibration.json (read by the Helper for its abstention threshold)."""
-    path = Path(path or CALIBRATION_FILE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(calibration, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
 
 
 # --- regression baseline -------------------------------------------------------------

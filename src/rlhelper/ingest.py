@@ -413,8 +413,7 @@ def _reason(exc: Exception, path: Path) -> str:
 def lexical_tokens(entry: Entry) -> list[str]:
     """The BM25 tokens of an entry. Interned: the same word in 100k entries is one string
     object, which keeps the token lists of a large index from dominating ingest memory."""
-    text = lexical.entry_text_for_lexical(entry.heading, entry.breadcrumb, entry.text)
-    return [sys.intern(t) for t in lexical.tokenize(text)]
+    return [sys.intern(t) for t in lexical.entry_tokens(entry.heading, entry.breadcrumb, entry.text)]
 
 
 def _vectors(docs: list[_Doc], emb: embed.Embedder, previous: store.Parsed | None,

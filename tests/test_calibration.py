@@ -1,0 +1,66 @@
+"""Fitting the abstention model on dev items of a real index (calibration.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlhelper import calibration
+from rlhelper.api import Helper
+from rlhelper.errors import ConfigError
+from rlhelper.evaluate import EvalItem, load_eval_set
+
+REPO = Path(__file__).resolve().parent.parent
+EVAL_FILE = REPO / "eval" / "seeds.jsonl"
+
+
+@pytest.fixture(scope="module")
+def dev_items() -> list[EvalItem]:
+    items = load_eval_set(EVAL_FILE, split="dev")
+    answerable = [i for i in items if i.answerable][:24]
+    unanswerable = [i for i in items if not i.answerable][:6]
+    return answerable + unanswerable
+
+
+def test_near_misses_hide_every_answering_entry(seeds_index, dev_items):
+    helper = Helper.load(seeds_index)
+    item = next(i for i in dev_items if i.answerable)
+    hidden = calibration.answering_rows(helper.entries, item.expected)
+    assert hidden.any()
+    allowed = helper._retriever.allowed_mask() & ~hidden
+    from rlhelper.query import normalize_query
+
+    ranking = helper._retriever.rank(normalize_query(item.query), allowed)
+    assert not any(hidden[row] for row, _ in ranking.fused)
+
+
+def test_calibrate_fits_a_model_that_ranks_answerable_items_higher(seeds_index, dev_items, tmp_path):
+    helper = Helper.load(seeds_index)
+    model = calibration.calibrate(helper, dev_items)
+    assert set(model.thresholds) == {"lexical", "dense", "hybrid"}
+    figures = model.notes["dev_figures"]["hybrid"]
+    assert figures["wrongly_abstained"] <= 0.05
+    found = calibration.collect(helper, dev_items, "hybrid")
+    pos = np.mean([model.confidence(s) for s in found["answerable"]])
+    neg = np.mean([model.confidence(s) for s in found["unanswerable"] + found["near_miss"]])
+    assert pos > neg
+    assert len(found["near_miss"]) == len(found["answerable"]) == 24
+
+
+def test_calibration_refuses_test_items(seeds_index):
+    helper = Helper.load(seeds_index)
+    test_items = load_eval_set(EVAL_FILE, split="test")[:5]
+    with pytest.raises(ConfigError, match="dev"):
+        calibration.calibrate(helper, test_items)
+
+
+def test_signals_are_bounded(seeds_index, dev_items):
+    helper = Helper.load(seeds_index)
+    for item in dev_items[:10]:
+        result = helper.retrieve(item.query)
+        s = result.signals
+        assert -1.0 <= s.cosine <= 1.0 and 0.0 <= s.margin <= 2.0
+        assert 0.0 <= s.lexical_match <= 1.0 and 0.0 <= s.coverage <= 1.0
+        assert 0.0 <= result.confidence <= 1.0

