@@ -50,9 +50,12 @@ def test_answer_cites_every_part_and_quotes_fix_verbatim():
     assert answer.to_dict()["citations"][0]["url"].endswith("#x")
 
 
-def test_close_scores_are_cited_together():
-    hits = [Hit(1, 0.0300, entry("a", BODY)), Hit(2, 0.0295, entry("b", "**Fix:** do b", heading="B"))]
-    assert [h.entry.id for h in cited_hits(hits)] == ["a", "b"]
+def test_only_a_tie_is_cited_with_the_best_entry():
+    b = entry("b", "**Fix:** do b", heading="B")
+    tie = [Hit(1, 0.3000, entry("a", BODY)), Hit(2, 0.2990, b), Hit(3, 0.2985, entry("c", "c", heading="C"))]
+    assert [h.entry.id for h in cited_hits(tie)] == ["a", "b"]  # at most two, however many tie
+    runner_up = [Hit(1, 0.3000, entry("a", BODY)), Hit(2, 0.2850, b)]  # 5 % behind: related, not quoted
+    assert [h.entry.id for h in cited_hits(runner_up)] == ["a"]
 
 
 def test_abstention_has_no_citations_but_keeps_related_hits():
