@@ -18,6 +18,8 @@ input. Headings and fences are line-level constructs, so a scanner is enough:
 * ATX headings (#..######, up to 3 spaces of indent, a space after the #'s);
   setext headings when the text above the underline is a one-line paragraph
   (the common case, and it keeps a `---` rule after a list from becoming one).
+* A FAQ written as one list of bold questions under a heading gets one
+  sub-section per question (see `faqlist`).
 * YAML front matter (at the first non-blank line) is hidden; its `title:` is
   the page title when the document has no level-1 heading (site generators
   render it as the H1). MDX import/export lines and `{/* */}` comments are
@@ -33,6 +35,7 @@ import re
 from bisect import bisect_right
 
 from ..schema import Section
+from .faqlist import with_question_items
 from .inline import GithubSlugger, markdown_heading_text
 from .outline import Heading, build_sections
 
@@ -68,6 +71,7 @@ def parse_markdown(text_or_lines, *, mdx: bool = False, first_line: int = 1) -> 
     noise = [hidden[i] or not lines[i].strip() or (not in_code[i] and is_thematic_break(lines[i])) for i in range(n)]
     headings = _headings(lines, hidden, in_code, noise)
     root = title if title and not any(h.level == 1 for h in headings) else None
+    headings = with_question_items(lines, headings, in_code=in_code, hidden=hidden, heading_text=markdown_heading_text)
     sections = build_sections(lines, headings, noise=noise, hidden=hidden, first_line=first_line, root=root)
     return sections, warnings
 
