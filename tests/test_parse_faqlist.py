@@ -242,6 +242,50 @@ def test_lists_that_are_not_a_faq_stay_whole(body):
     assert sections[0].line_end == 2 + len(body)
 
 
+def test_rst_enumerated_faq_list_splits_under_the_title_anchor():
+    text = "\n".join([
+        "Common Questions",     # 1
+        "================",
+        "",
+        "1. **Why is ``ray`` stuck?**",   # 4
+        "",
+        "   Check the GPUs::",
+        "",
+        "      1. **not an item?**",
+        "",
+        "2. **How do I resume?**",   # 10
+        "",
+        "   Set ``--load``.",
+    ])
+    sections = parse_document(text, "rst")
+    assert crumbs(sections) == [
+        ["Common Questions"], ["Common Questions", "Why is ray stuck?"], ["Common Questions", "How do I resume?"],
+    ]
+    assert [(s.line_start, s.line_end, s.anchor) for s in sections] == [
+        (1, 1, "common-questions"), (4, 8, "common-questions"), (10, 12, "common-questions"),
+    ]
+
+
+def test_rst_literal_block_shaped_like_a_faq_stays_whole():
+    text = "\n".join([
+        "Example",
+        "=======",
+        "",
+        "A FAQ page looks like this::",
+        "",
+        "   1. **Why A?**",
+        "",
+        "   2. **Why B?**",
+    ])
+    assert crumbs(parse_document(text, "rst")) == [["Example"]]
+
+
+def test_rst_bold_bullets_with_inline_fixes_stay_whole():
+    # verl's install.rst "Troubleshooting": bold error, an em dash, the fix.
+    headings = [s.heading for s in official_sections("verl/install.rst")]
+    assert "Troubleshooting" in headings and "Start over" not in headings
+
+
 MB = 1_000_000
 
 

@@ -21,6 +21,8 @@ and we need each title's line, not a doctree. The rules follow docutils:
   Sphinx renders them as a paragraph, but the author meant a heading, so they
   open a subsection below the current rst section. They have no id of their
   own: their anchor is the enclosing rst section's, where a reader lands.
+* A FAQ written as one list of bold questions under a title gets one
+  sub-section per question, as in Markdown (see `faqlist`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import re
 import unicodedata
 
 from ..schema import Section
+from .faqlist import with_question_items
 from .inline import DocutilsIds, rst_heading_text, rst_named_targets
 from .markdown import atx_heading
 from .outline import Heading, build_sections
@@ -49,6 +52,7 @@ def parse_rst(text: str, *, first_line: int = 1) -> tuple[list[Section], list[st
     n = len(lines)
     hidden = [False] * n
     noise = [False] * n
+    in_code = [False] * n  # literal and comment block lines: never list items
     ids = DocutilsIds()
     styles: list[tuple[str, bool]] = []
     headings: list[Heading] = []
@@ -82,6 +86,7 @@ def parse_rst(text: str, *, first_line: int = 1) -> tuple[list[Section], list[st
         indent = len(line) - len(line.lstrip())
         if block_indent is not None:
             if indent > block_indent:
+                in_code[i] = True
                 i += 1
                 previous_blank = False
                 continue
@@ -131,6 +136,7 @@ def parse_rst(text: str, *, first_line: int = 1) -> tuple[list[Section], list[st
 
     # A comment's continuation lines are hidden too.
     _hide_comment_bodies(lines, hidden)
+    headings = with_question_items(lines, headings, in_code=in_code, hidden=hidden, heading_text=rst_heading_text)
     return build_sections(lines, headings, noise=noise, hidden=hidden, first_line=first_line), []
 
 
