@@ -280,12 +280,13 @@ def bench_scale(sizes):
 @bench.command("web")
 @click.option("--clients", default=20, show_default=True, help="Concurrent clients.")
 @click.option("--questions", default=10, show_default=True, help="Questions per client.")
+@click.option("--duration", type=float, help="Seconds to keep asking, instead of a number of questions.")
 @click.option("--url", help="A running server (default: start one on 127.0.0.1 for the run).")
-def bench_web(clients, questions, url):
-    """Concurrent clients against the web app: errors and p50/p95 response time."""
+def bench_web(clients, questions, duration, url):
+    """Concurrent clients against the web app: errors, p50/p95/p99 response time, throughput."""
     from .loadtest import run_load_cli
 
-    click.echo(run_load_cli(url=url, clients=clients, questions=questions))
+    click.echo(run_load_cli(url=url, clients=clients, questions=questions, duration=duration))
 
 
 # -- serve / feedback -------------------------------------------------------------------

@@ -1,17 +1,19 @@
 """Load benchmark for the web chat: concurrent clients asking through Gradio's HTTP API.
 
     run_load("http://127.0.0.1:7860", clients=20, questions=10) -> dict
-    run_load_cli(url=None, clients=20, questions=10) -> str     # `rlhelper bench web`
+    run_load(url, clients=50, duration=60)                         # ask for 60 s instead
+    run_load_cli(url=None, clients=20, questions=10, duration=None) -> str   # `rlhelper bench web`
 
 Each client is a thread with its own HTTP connection that asks its questions one
 after the other, exactly as the page does: POST /gradio_api/call/ask, then read
 the server-sent events until "complete". A response time is from the POST to
-the complete answer. Everything is bounded: clients, questions, the time of
-one request and the wall time of the run.
+the complete answer. Everything is bounded: clients, questions or duration, the
+time of one request and the wall time of the run.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import socket
@@ -25,6 +27,7 @@ import httpx
 
 MAX_CLIENTS = 200
 MAX_QUESTIONS = 1000
+MAX_DURATION_S = 3600.0
 TARGET_P95_S = 1.0
 
 # Mixed on purpose: English, Chinese, a traceback, and one that should abstain.
@@ -87,14 +90,18 @@ def ask_once(client: httpx.Client, base: str, question: str) -> float:
 
 
 def run_load(url: str, clients: int = 20, questions: int = 10, timeout: float = 30.0,
-             max_seconds: float = 300.0, queries: list[str] | None = None) -> dict:
-    """`clients` threads each ask `questions` questions; returns errors, latency percentiles, throughput.
+             max_seconds: float = 300.0, queries: list[str] | None = None, duration: float | None = None) -> dict:
+    """`clients` threads each ask `questions` questions, or ask one after the other for `duration`
+    seconds; returns requests, errors, latency percentiles (p50/p95/p99) and throughput.
 
     `timeout` bounds one request; after `max_seconds` no new request starts
-    (the ones not run count as errors).
+    (the ones not run count as errors). With `duration`, no request starts
+    after it; the ones under way finish and count.
     """
     clients = max(1, min(int(clients), MAX_CLIENTS))
     questions = max(1, min(int(questions), MAX_QUESTIONS))
+    if duration is not None:
+        duration = max_seconds = max(0.1, min(float(duration), MAX_DURATION_S))
     pool = queries or QUESTIONS
     base = url.rstrip("/")
     deadline = time.monotonic() + max_seconds
@@ -104,8 +111,10 @@ def run_load(url: str, clients: int = 20, questions: int = 10, timeout: float = 
 
     def client_run(c: int) -> None:
         with httpx.Client(timeout=httpx.Timeout(timeout), trust_env=False) as http:
-            for q in range(questions):
+            for q in itertools.count() if duration is not None else range(questions):
                 if time.monotonic() > deadline:
+                    if duration is not None:
+                        return  # the run's time is up: nothing was left undone
                     with lock:
                         errors.append("not run: the run's time limit was reached")
                     continue
@@ -123,17 +132,19 @@ def run_load(url: str, clients: int = 20, questions: int = 10, timeout: float = 
     with ThreadPoolExecutor(max_workers=clients) as executor:
         list(executor.map(client_run, range(clients)))
     wall = time.perf_counter() - started
-    p = percentiles(times, (50, 95))
+    p = percentiles(times, (50, 95, 99))
     return {
         "url": base,
         "clients": clients,
-        "questions_per_client": questions,
-        "requests": clients * questions,
+        "questions_per_client": None if duration is not None else questions,
+        "duration_s": duration,
+        "requests": len(times) + len(errors),
         "ok": len(times),
         "errors": len(errors),
         "error_samples": sorted(set(errors))[:5],
         "p50_s": round(p[50], 4) if times else None,
         "p95_s": round(p[95], 4) if times else None,
+        "p99_s": round(p[99], 4) if times else None,
         "max_s": round(max(times), 4) if times else None,
         "mean_s": round(sum(times) / len(times), 4) if times else None,
         "wall_s": round(wall, 3),
@@ -146,10 +157,13 @@ def format_result(result: dict) -> str:
         lines = [f"{result['requests']} requests to {result['url']}: all failed"]
     else:
         met = result["errors"] == 0 and result["p95_s"] <= TARGET_P95_S
+        shape = (f"{result['questions_per_client']} questions" if result.get("duration_s") is None
+                 else f"{result['duration_s']:g} s of questions")
         lines = [
-            f"{result['clients']} clients × {result['questions_per_client']} questions against {result['url']}",
+            f"{result['clients']} clients × {shape} against {result['url']}",
             f"  requests   {result['requests']} ({result['ok']} ok, {result['errors']} errors)",
-            f"  response   p50 {result['p50_s']:.3f} s   p95 {result['p95_s']:.3f} s   max {result['max_s']:.3f} s",
+            f"  response   p50 {result['p50_s']:.3f} s   p95 {result['p95_s']:.3f} s   p99 {result['p99_s']:.3f} s"
+            f"   max {result['max_s']:.3f} s",
             f"  throughput {result['requests_per_s']} requests/s over {result['wall_s']} s",
             f"  target     0 errors, p95 <= {TARGET_P95_S:g} s: {'met' if met else 'NOT met'}",
         ]
@@ -163,10 +177,11 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def run_load_cli(url: str | None = None, clients: int = 20, questions: int = 10, index=None) -> str:
+def run_load_cli(url: str | None = None, clients: int = 20, questions: int = 10, index=None,
+                 duration: float | None = None) -> str:
     """`rlhelper bench web`: against `url`, or a server started here on 127.0.0.1 for the run."""
     if url:
-        return format_result(run_load(url, clients, questions))
+        return format_result(run_load(url, clients, questions, duration=duration))
     from . import web
     from .api import Helper
 
@@ -174,6 +189,7 @@ def run_load_cli(url: str | None = None, clients: int = 20, questions: int = 10,
     with tempfile.TemporaryDirectory() as tmp:  # votes of a benchmark do not belong in the user's file
         app, local = web.start(helper, port=free_port(), feedback_db=Path(tmp) / "feedback.sqlite3")
         try:
-            return format_result(run_load(local, clients, questions)) + f"\n  (server: {json.dumps(local)})"
+            return (format_result(run_load(local, clients, questions, duration=duration))
+                    + f"\n  (server: {json.dumps(local)})")
         finally:
             app.close()
