@@ -87,3 +87,11 @@ def test_the_shipped_calibration_is_valid_and_records_how_it_was_fitted():
     assert set(model.thresholds) == {"lexical", "dense", "hybrid"}
     assert all(0.0 < t < 1.0 for t in model.thresholds.values())
     assert "dev" in model.notes["fitted_on"] and "near misses" in model.notes["fitted_on"]
+
+
+def test_the_cosine_floor_vetoes_unless_the_query_names_the_heading():
+    model = ConfidenceModel(weights=[0.0, 0.0, 5.0, 0.0], bias=-1.0, thresholds={"hybrid": 0.5}, cosine_floor=0.2)
+    strong_words = dict(margin=0.0, lexical_match=0.9, coverage=1.0)
+    assert model.confidence(Signals(cosine=0.05, heading_coverage=0.0, **strong_words)) == 0.0  # "hello"
+    assert model.confidence(Signals(cosine=0.05, heading_coverage=1.0, **strong_words)) > 0.9  # "oom"
+    assert model.confidence(Signals(cosine=0.30, heading_coverage=0.0, **strong_words)) > 0.9

@@ -19,9 +19,11 @@ default embedder in `rlhelper/data/calibration.json`, a user's own in
 
 One rule is not learned: below the lowest cosine that any answerable dev item
 had with its top entry (less 0.02), the answer is "no match" whatever BM25
-says. Off-topic text ("hello", a bread recipe) can share one word with an
-entry and score a high lexical match; the dev items, mostly near misses,
-cannot teach a linear model that.
+says, unless the query's words are mostly in the entry's headings. Off-topic
+text ("hello", a bread recipe) can share one word with an entry's body and
+score a high lexical match, which the dev items, mostly near misses, cannot
+teach a linear model; a terse query ("oom") gets a low cosine from an
+embedder that needs context, yet names the entry's heading.
 
 Why a model and not a cosine threshold: on the dev split, at 5 % of
 answerable items abstained, a threshold on cosine (+0.1 when BM25 agrees)
@@ -45,7 +47,8 @@ import numpy as np
 
 from . import config
 
-FEATURES = ("cosine", "margin", "lexical_match", "coverage")
+FEATURES = ("cosine", "margin", "lexical_match", "coverage")  # the model's inputs, in order
+HEADING_NAMED = 0.5  # heading_coverage from which a query names the entry (lifts the cosine veto)
 PACKAGED_FILE = config.PACKAGE_DIR / "data" / "calibration.json"
 
 
@@ -57,6 +60,7 @@ class Signals:
     margin: float
     lexical_match: float
     coverage: float
+    heading_coverage: float = 0.0  # the same share within the entry's headings only (not a model input)
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, name) for name in FEATURES], dtype=np.float64)
@@ -73,12 +77,12 @@ class ConfidenceModel:
     bias: float
     thresholds: dict[str, float]  # per search mode
     embedder: str = ""
-    # Below this cosine the embedder vetoes: nothing is that unlike a query it answers.
+    # Below this cosine the embedder vetoes, unless the query names the entry's heading.
     cosine_floor: float = -1.0
     notes: dict = field(default_factory=dict)  # how and on what it was fitted, its dev figures
 
     def confidence(self, signals: Signals) -> float:
-        if signals.cosine < self.cosine_floor:
+        if signals.cosine < self.cosine_floor and signals.heading_coverage < HEADING_NAMED:
             return 0.0
         z = float(np.dot(self.weights, signals.vector())) + self.bias
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))

@@ -232,6 +232,7 @@ class Retriever:
             margin=float(margin),
             lexical_match=float(lexical_score / best) if best > 0 else 0.0,
             coverage=bm25.coverage(words, set(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))),
+            heading_coverage=bm25.coverage(words, set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))),
         )
 
 
