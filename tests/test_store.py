@@ -462,3 +462,23 @@ def test_a_killed_holder_releases_the_lock(tmp_path):
     proc.wait()
     with store.index_lock(path, timeout=2):
         pass
+
+
+def test_an_index_from_an_older_tokenizer_asks_for_a_re_ingest(index_copy, tmp_path):
+    from rlhelper.api import Helper
+    from rlhelper.errors import IndexStaleError
+    from rlhelper.ingest import ingest
+    from rlhelper.lexical import TOKENIZER_VERSION
+
+    vocab = index_copy / "lexical" / "bm25_vocab.json"
+    old = "rlh-lex-0" + TOKENIZER_VERSION[len("rlh-lex-0"):]  # same length: the file size check still passes
+    vocab.write_text(vocab.read_text(encoding="utf-8").replace(TOKENIZER_VERSION, old), encoding="utf-8")
+    with pytest.raises(IndexStaleError) as info:
+        Helper.load(index_copy)
+    message = str(info.value)
+    assert old in message and TOKENIZER_VERSION in message and "rlhelper ingest --index" in message
+    from conftest import SEEDS
+
+    report = ingest([SEEDS], index=index_copy)  # what the message says to run
+    assert report.entries and not report.failed
+    assert Helper.load(index_copy).search("wake_up timed out", k=1)

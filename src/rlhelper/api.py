@@ -41,13 +41,15 @@ class Helper:
         """Open an index by folder path or name (default: RLHELPER_INDEX_DIR / index/default).
 
         `embedder`, when given, must match the one the index was built with;
-        a mismatch raises EmbedderMismatchError saying how to rebuild.
+        a mismatch raises EmbedderMismatchError saying how to rebuild. An index
+        built by an rlhelper that tokenized differently raises IndexStaleError.
         """
         from .store import Index  # numpy + faiss: imported on load, not on `import rlhelper`
 
         path = _resolve_index_path(index)
-        return cls(Index.load(path, expected_embedder=embedder), embedder_spec=embedder,
-                   abstain_threshold=abstain_threshold)
+        loaded = Index.load(path, expected_embedder=embedder)
+        loaded.check_current()
+        return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold)
 
     def _make_embedder(self):
         """The embedder, on the first dense search. One that cannot be loaded here is reported

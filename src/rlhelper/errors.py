@@ -17,6 +17,10 @@ class IndexCorruptError(RlhelperError):
     """An index file is unreadable or inconsistent with its manifest."""
 
 
+class IndexStaleError(RlhelperError):
+    """The index was built by an rlhelper that tokenized text differently; re-ingest updates it."""
+
+
 class EmbedderMismatchError(RlhelperError):
     """The index was built with another embedder than the one asked for."""
 

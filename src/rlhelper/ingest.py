@@ -53,7 +53,14 @@ import numpy as np
 
 from . import config, embed, lexical, store
 from .entries import build_entries, merge_duplicates, read_document
-from .errors import ConfigError, DocumentError, EmbedderError, IndexCorruptError, IndexMissingError
+from .errors import (
+    ConfigError,
+    DocumentError,
+    EmbedderError,
+    IndexCorruptError,
+    IndexMissingError,
+    IndexStaleError,
+)
 from .schema import Entry
 
 DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".rest", ".txt")
@@ -308,10 +315,13 @@ def _still_loads(path: Path, report: IngestReport) -> bool:
     """Whether the live index loads. Ingest only reads the parsed store, so a damaged
     dense.faiss or entries.jsonl would otherwise survive a no-change run."""
     try:
-        store.Index.load(path)
+        store.Index.load(path).check_current()
         return True
     except (IndexCorruptError, IndexMissingError) as exc:
         report.notes.append(f"the index files were damaged, so they are written again ({exc})")
+        return False
+    except IndexStaleError:
+        report.notes.append("the lexical index was built by an older rlhelper, so it is written again")
         return False
 
 

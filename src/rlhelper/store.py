@@ -72,8 +72,9 @@ from .errors import (
     IndexCorruptError,
     IndexLockedError,
     IndexMissingError,
+    IndexStaleError,
 )
-from .lexical import BM25Index
+from .lexical import TOKENIZER_VERSION, BM25Index
 from .schema import Entry
 
 FORMAT_VERSION = 1
@@ -107,6 +108,13 @@ def is_default(path: Path) -> bool:
 def rebuild_hint(path: Path) -> str:
     """The command that rebuilds the index at `path` (with --index unless it is the default)."""
     return "`rlhelper ingest --rebuild`" if is_default(path) else f"`rlhelper ingest --rebuild --index {show(path)}`"
+
+
+def stale_error(path: Path, built_with: str, current: str) -> IndexStaleError:
+    command = "`rlhelper ingest`" if is_default(path) else f"`rlhelper ingest --index {show(path)}` with the same paths"
+    return IndexStaleError(
+        f"{show(path)} was built by an older rlhelper (tokenizer {built_with or 'unknown'}; this one uses "
+        f"{current}). Run {command} to update it: unchanged entries keep their vectors.")
 
 
 def missing_error(path: Path) -> IndexMissingError:
@@ -212,6 +220,12 @@ class Index:
                 f"{len(entries)} entries. Run {rebuild_hint(path)} to rebuild the index."
             )
         return cls(path, folder, manifest, entries, dense, bm25)
+
+    def check_current(self) -> None:
+        """Refuse to search an index whose lexical tokens this code would not produce:
+        queries would miss words silently. Ingest reads such an index (to update it)."""
+        if self.bm25.stale:
+            raise stale_error(self.path, self.bm25.tokenizer_version, TOKENIZER_VERSION)
 
     # -- what callers read -------------------------------------------------------
 
