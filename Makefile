@@ -28,8 +28,10 @@ install-test: $(VENV)/.installed-test chromium
 chromium:
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# A no-change ingest takes a fraction of a second; after a pull that changed the parser or
+# the tokenizer it brings the index up to date instead of serving a stale one.
 run: install
-	@test -f index/default/manifest.json || $(BIN)/rlhelper ingest
+	$(BIN)/rlhelper ingest
 	$(BIN)/rlhelper serve
 
 test: install-test
@@ -40,7 +42,6 @@ lint: install-test
 	$(BIN)/ruff check src tests ui
 
 eval: install
-	@test -f index/default/manifest.json || $(BIN)/rlhelper ingest
 	$(BIN)/rlhelper eval --split test
 
 bench: install
