@@ -6,7 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from rlhelper.faults import rlhelper_command
+from rlhelper import trials
+from rlhelper.trials import run_cli as rlhelper  # noqa: F401 - re-exported for the tests
 
 
 def cli_env(home: Path, cache_dir: Path, **settings: str) -> dict:
@@ -18,19 +19,9 @@ def cli_env(home: Path, cache_dir: Path, **settings: str) -> dict:
     return env
 
 
-def rlhelper(args: list[str], env: dict, cwd: Path | None = None, stdin: bytes | None = None,
-             timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `rlhelper ARGS`; stdout and stderr come back as text (undecodable bytes replaced)."""
-    proc = subprocess.run(rlhelper_command(*args), env=env, cwd=cwd, input=stdin, capture_output=True,
-                          timeout=timeout)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(errors="replace"),
-                                       proc.stderr.decode(errors="replace"))
-
-
 def one_line_error(proc: subprocess.CompletedProcess) -> str:
     """The single `Error: ...` line of a failed command (exit 1, nothing on stdout, no traceback)."""
-    assert proc.returncode == 1, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
-    return lines[0]
+    message = trials.one_line_error(proc)
+    assert message is not None, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    return message

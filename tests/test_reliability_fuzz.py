@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from rlhelper.embed import entry_texts
 from rlhelper.entries import build_entries, merge_duplicates, read_document
 from rlhelper.errors import DocumentError
+from rlhelper.faults import NASTY_DOC_FRAGMENTS, NASTY_LOG_LINES
 from rlhelper.ingest import lexical_tokens
 from rlhelper.parse import parse_with_warnings
 from rlhelper.parse.inline import CONTROL_CHARS
@@ -44,20 +45,7 @@ BIG = settings(max_examples=6, deadline=None, derandomize=True, database=None,
 MB_CPU_BUDGET = 60.0
 SMALL_CPU_BUDGET = 5.0  # measured: well under 0.1 s per small document
 
-# Markup that has broken parsers before, mixed with control, bidi and non-Latin text.
-DOC_FRAGMENTS = [
-    "#", "# ", "###### ", "####### ", "\n# H\n", "\nTitle\n=====\n", "\n---\n", "\n***\n", "===\n", "~~~\n",
-    "```", "```py\n", "````\n", "~~~", "\n```\n", "    indented code\n", "> ", ">>>>> ", "- ", "* ", "+ ",
-    "1. ", "99999999999. ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", "\x00", "\x07", "\x1b[31m", "\x1b]0;t\x07",
-    "\x7f", "\x85", "\u2028", "\u202e", "\u2066", "\u200b", "\ufeff", "\ufffd", "中文标题", "显存不足",
-    "[", "]", "](", "[x](http://a)", "![i](x.png)", "<", ">", "<div>", "</div>", "<script>alert(1)</script>",
-    "<!--", "-->", "<details><summary>s</summary>", "</details>", "{/* c */}", "import X from 'y'\n",
-    "export const a = 1\n", "<Tabs>", "</Tabs>", "`", "``", "**", "__", "*", "_", "|", "| a | b |\n",
-    "|---|---|\n", "\\", "\\\\", ":", "::\n", ".. ", ".. note::\n", ".. code-block:: python\n", ".. _t:\n",
-    "`a <u>`_ ", "|sub|", ":ref:`x`", "..\n", "---\ntitle: x\n---\n", "Skip to content\n", "Copyright\n",
-    "**Cause:**", "**Fix:**", "**修复：**", "Traceback (most recent call last):\n", "&amp;", "&#0;",
-]
-fragment = st.one_of(st.sampled_from(DOC_FRAGMENTS), st.text(max_size=12))
+fragment = st.one_of(st.sampled_from(NASTY_DOC_FRAGMENTS), st.text(max_size=12))
 small_doc = st.lists(fragment, min_size=1, max_size=150).map("".join)
 
 
@@ -177,15 +165,7 @@ _frame = st.builds(lambda p, n, f: f'  File "/{p}/x.py", line {n}, in {f}', _pat
                    st.integers(0, 10**12), st.text(max_size=10))
 _exception = st.builds(lambda n, m: f"{n}Error: {m}", st.from_regex(r"[A-Za-z_.]{0,40}", fullmatch=True),
                        st.text(max_size=80))
-LOG_FRAGMENTS = [
-    "Traceback (most recent call last):", "During handling of the above exception, another exception occurred:",
-    "(WorkerDict pid=4242, ip=10.0.0.3) ", "[rank3]: ", "INFO 03-01 12:00:01 [model_runner.py:1234] ",
-    "[E301 12:00:01.123 ProcessGroupNCCL.cpp:616] ", "2025-03-01T12:00:01.123Z | ", "\x1b[31m", "\x1b[0m",
-    "\x1b]8;;http://x\x07", " 45%|████▌     | 45/100 [00:01<00:02, 20.1it/s]\r", "    ^^^^^^^^", "=" * 80,
-    "NCCL WARN Timeout", "torch.OutOfMemoryError: CUDA out of memory.", "显存不足", "\x00", "\u202e", "\ufeff",
-    "python -m verl.trainer.main_ppo", "actor_id: 8b3a" + "f" * 28, "frame #3: c10::Error", "0x7f3a2b1c",
-]
-log_line = st.one_of(_frame, _exception, st.sampled_from(LOG_FRAGMENTS), st.text(max_size=60))
+log_line = st.one_of(_frame, _exception, st.sampled_from(NASTY_LOG_LINES), st.text(max_size=60))
 log_text = st.builds(lambda lines, sep: sep.join(lines), st.lists(log_line, max_size=80),
                      st.sampled_from(["\n", "\r\n", "\r", "\n\n"]))
 _QUERY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -1,11 +1,13 @@
-"""Faults done on purpose: damaged index files and killed ingests.
+"""Faults done on purpose: damaged index files, killed ingests, nasty input.
 
     CORRUPTIONS                           the damage `rlhelper bench reliability` and the tests try
     rlhelper_command(*args)               argv running this rlhelper's CLI in a fresh process
     kill_ingest(argv, path, delay, env)   -> Kill: SIGKILL an ingest after `delay` s, and where it landed
     ingest_timeline(argv, path, env)      -> when an unkilled ingest starts writing, swaps, ends
     write_trial_docs(folder, variant)     a small collection that changes between two variants
+    write_small_corpus(root)              a stand-in for the shipped corpus (RLHELPER_CORPUS_DIR)
     answers(path, queries)                what an index answers, to compare before and after a fault
+    NASTY_DOC_FRAGMENTS, NASTY_LOG_LINES  pieces fuzzers build documents and pasted logs from
 
 Damage is done to an index the way disks, editors and other versions do it: a
 truncated or overwritten file, a hand edit, a deleted file, a format from an
@@ -34,7 +36,31 @@ import numpy as np
 
 from . import store
 
-FOREIGN_EMBEDDER = "acme-embed-2"  # an embedder this rlhelper does not know (a newer release's, say)
+FOREIGN_EMBEDDER = "acme-embed-2"
+
+# Markup that has broken parsers before, mixed with control, bidi and non-Latin text.
+NASTY_DOC_FRAGMENTS = [
+    "#", "# ", "###### ", "####### ", "\n# H\n", "\nTitle\n=====\n", "\n---\n", "\n***\n", "===\n", "~~~\n",
+    "```", "```py\n", "````\n", "~~~", "\n```\n", "    indented code\n", "> ", ">>>>> ", "- ", "* ", "+ ",
+    "1. ", "99999999999. ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", "\x00", "\x07", "\x1b[31m", "\x1b]0;t\x07",
+    "\x7f", "\x85", "\u2028", "\u202e", "\u2066", "\u200b", "\ufeff", "\ufffd", "中文标题", "显存不足",
+    "[", "]", "](", "[x](http://a)", "![i](x.png)", "<", ">", "<div>", "</div>", "<script>alert(1)</script>",
+    "<!--", "-->", "<details><summary>s</summary>", "</details>", "{/* c */}", "import X from 'y'\n",
+    "export const a = 1\n", "<Tabs>", "</Tabs>", "`", "``", "**", "__", "*", "_", "|", "| a | b |\n",
+    "|---|---|\n", "\\", "\\\\", ":", "::\n", ".. ", ".. note::\n", ".. code-block:: python\n", ".. _t:\n",
+    "`a <u>`_ ", "|sub|", ":ref:`x`", "..\n", "---\ntitle: x\n---\n", "Skip to content\n", "Copyright\n",
+    "**Cause:**", "**Fix:**", "**修复：**", "Traceback (most recent call last):\n", "&amp;", "&#0;",
+]
+# Lines and prefixes of pasted training logs: frames, chained errors, Ray/NCCL/vLLM prefixes, ANSI, bars.
+NASTY_LOG_LINES = [
+    "Traceback (most recent call last):", "During handling of the above exception, another exception occurred:",
+    "(WorkerDict pid=4242, ip=10.0.0.3) ", "[rank3]: ", "INFO 03-01 12:00:01 [model_runner.py:1234] ",
+    "[E301 12:00:01.123 ProcessGroupNCCL.cpp:616] ", "2025-03-01T12:00:01.123Z | ", "\x1b[31m", "\x1b[0m",
+    "\x1b]8;;http://x\x07", " 45%|████▌     | 45/100 [00:01<00:02, 20.1it/s]\r", "    ^^^^^^^^", "=" * 80,
+    "NCCL WARN Timeout", "torch.OutOfMemoryError: CUDA out of memory.", "显存不足", "\x00", "\u202e", "\ufeff",
+    "python -m verl.trainer.main_ppo", "actor_id: 8b3a" + "f" * 28, "frame #3: c10::Error", "0x7f3a2b1c",
+    '  File "/root/verl/verl/workers/rollout.py", line 248, in generate_sequences', "RuntimeError: ",
+]  # an embedder this rlhelper does not know (a newer release's, say)
 
 
 def _live(path: Path) -> Path:
@@ -219,6 +245,17 @@ def write_trial_docs(folder: Path, variant: int) -> Path:
         "Trial NCCL notes\n================\n\nNCCL watchdog timeout\n---------------------\n\n"
         "Raise ``NCCL_TIMEOUT`` and check the network interfaces.\n", encoding="utf-8")
     return folder
+
+
+def write_small_corpus(root: Path) -> Path:
+    """The two default collections with a few documents each: with RLHELPER_CORPUS_DIR pointing
+    here, `rlhelper ingest --rebuild` takes seconds, not the minute of the shipped corpus."""
+    write_trial_docs(root / "seeds", 0)
+    (root / "official").mkdir(parents=True, exist_ok=True)
+    (root / "official" / "faq.md").write_text(
+        "# FAQ\n\n## CUDA out of memory during rollout\n\nLower `gpu_memory_utilization`.\n\n"
+        "## 显存不足\n\n降低 `gpu_memory_utilization`。\n", encoding="utf-8")
+    return root
 
 
 # --- what an index answers -----------------------------------------------------------------
