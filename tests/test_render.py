@@ -168,6 +168,18 @@ def test_abstained_answer_says_so_and_lists_related_entries():
     assert 'class="rl-num"' not in html  # related entries are not numbered citations
 
 
+def test_runners_up_are_listed_under_an_answer_but_not_numbered():
+    hits = [Hit(1, 0.9, entry("**Fix:** do it", eid="best")), Hit(2, 0.5, entry("<b>other</b>", eid="second")),
+            *[Hit(n, 0.4 - n / 100, entry("x", eid=f"more{n}")) for n in range(3, 8)]]
+    answer = build_answer("q", "q", hits, abstained=False)
+    html = render.answer_html(answer)
+    sources, related = html.split("Also related (not quoted above)")
+    assert sources.count('class="rl-cite"') == 1 and '<span class="rl-num">1</span>' in sources
+    assert related.count('class="rl-cite"') == render.RELATED_SHOWN and 'class="rl-num"' not in related
+    assert "<b>other</b>" not in html  # the related entry's text is escaped too
+    assert "Also related" not in render.answer_html(build_answer("q", "q", hits[:1], abstained=False))
+
+
 def test_citation_without_url_is_plain_text():
     e = entry("body", url=None)
     answer = build_answer("q", "q", [Hit(1, 0.9, e)], abstained=False)

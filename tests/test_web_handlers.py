@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import web
+from rlhelper import render, web
 from rlhelper.api import Helper
 from rlhelper.errors import IndexCorruptError
 from rlhelper.feedback import FeedbackStore
@@ -75,7 +75,9 @@ def test_answer_streams_in_then_shows_numbered_citations(helper):
         assert render_location(c) in html
         if c.url:
             assert f'href="{c.url}"' in html.replace("&amp;", "&")
-    assert html.count("Show the whole entry") == len(expected.citations)
+    runners_up = min(render.RELATED_SHOWN, len(expected.hits) - len(expected.citations))
+    assert html.count("Show the whole entry") == len(expected.citations) + runners_up
+    assert html.count('<span class="rl-num">') == len(expected.citations)  # runners-up are not numbered
     assert '<sup class="rl-ref">' in html
     turn = session["answers"][1]
     assert turn["query"] == WEIGHT_SYNC and turn["answer"] == expected.text

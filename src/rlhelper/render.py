@@ -455,15 +455,28 @@ def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | N
     return f'<div class="rl-sources"><div class="rl-sources-title">Sources</div>{rows}</div>'
 
 
+RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
+
+
+def related_block_html(hits: list[Hit], title: str = "Related entries") -> str:
+    if not hits:
+        return ""
+    rows = "".join(related_html(h) for h in hits)
+    return f'<div class="rl-sources rl-related"><div class="rl-sources-title">{esc(title)}</div>{rows}</div>'
+
+
 def abstained_html(answer: Answer) -> str:
-    related = "".join(related_html(h) for h in answer.hits)
     intro = ("Nothing in the indexed troubleshooting docs answers this. "
              + ("The nearest entries are below; they may not answer it." if answer.hits else
                 "Try other words, paste the exact error line, or clear the filters."))
     block = f'<div class="rl-abstain"><strong>No matching entry in the docs.</strong><p>{esc(intro)}</p></div>'
-    if related:
-        block += f'<div class="rl-sources rl-related"><div class="rl-sources-title">Related entries</div>{related}</div>'
-    return block
+    return block + related_block_html(answer.hits)
+
+
+def runners_up(answer: Answer) -> list[Hit]:
+    """Hits the answer does not quote, best first: worth a look, not vouched for."""
+    cited = {c.entry_id for c in answer.citations}
+    return [h for h in answer.hits if h.entry.id not in cited][:RELATED_SHOWN]
 
 
 def _entries_of(answer: Answer, fallback: Callable[[str], Entry | None] | None) -> Callable[[str], Entry | None]:
@@ -500,6 +513,7 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
         parts.append(body_html(answer.text if text is None else text, answer.citations))
         if final:
             parts.append(sources_html(answer.citations, _entries_of(answer, entry_for)))
+            parts.append(related_block_html(runners_up(answer), "Also related (not quoted above)"))
         else:
             parts.append('<div class="rl-muted rl-pending">…</div>')
     return f'<div class="rl-answer">{"".join(parts)}</div>'
