@@ -179,9 +179,9 @@ MB = 1_000_000
 )
 def test_parsing_a_megabyte_of_pathological_text_takes_bounded_time(text, fmt):
     assert len(text) >= 0.9 * MB
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes on a busy machine do not count
     sections, warnings = parse_with_warnings(text, fmt)
-    assert time.perf_counter() - start < 6  # linear scanners: about 1-2 s here
+    assert time.process_time() - start < 20  # linear scanners: about 1-2 s here; quadratic would take hours
     assert sections and len(warnings) <= 11  # unclosed-fence warnings are capped
 
 

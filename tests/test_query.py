@@ -243,9 +243,9 @@ def test_result_is_frozen():
 def test_one_megabyte_log_is_cut_to_its_tail_with_a_notice():
     chatter = "(WorkerDict pid=4242, ip=10.0.0.3) INFO 03-01 12:00:01 [model_runner.py:1234] step 12 loss=0.123\n"
     raw = chatter * (1_048_576 // len(chatter)) + CHAINED_TRACEBACK
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other processes on a busy machine do not count
     q = normalize_query(raw)
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert q.truncated and q.is_log
     assert any(f"{len(raw):,} characters" in n for n in q.notices)
     assert lines_of(q)[0].startswith("RuntimeError: Rollout failed after CUDA OOM")
@@ -254,9 +254,9 @@ def test_one_megabyte_log_is_cut_to_its_tail_with_a_notice():
 @pytest.mark.parametrize("raw", ["x" * 1_048_576, "a/" * 524_288, "[" * 1_048_576, "\n" * 1_048_576,
                                  'File "x", line 1\n' * 60_000, "trainer." * 131_072])
 def test_hostile_megabyte_inputs_finish(raw):
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other processes on a busy machine do not count
     q = normalize_query(raw)
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert q.truncated and len(q.text) <= 4000
 
 
