@@ -289,6 +289,27 @@ def bench_web(clients, questions, duration, url):
     click.echo(run_load_cli(url=url, clients=clients, questions=questions, duration=duration))
 
 
+@bench.command("reliability")
+@click.option("--index", "index", help="Index folder or name to copy and try (default: index/default).")
+@click.option("--kills", default=20, show_default=True, help="SIGKILLed ingests (0 skips them).")
+@click.option("--fuzz", default=200, show_default=True, help="Fuzzed documents and logs (0 skips them).")
+@click.option("--clients", default=50, show_default=True, help="Concurrent web clients in the load trial.")
+@click.option("--seconds", default=60.0, show_default=True, help="Length of the load trial (0 skips it).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load"]),
+              help="Leave a trial out. Repeatable.")
+def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
+    """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile
+    queries, fuzzing, load) and print what was tried and what held; exit 1 if anything did not."""
+    from .reliability import format_report, run_reliability
+
+    rows = run_reliability(index, kills=kills, fuzz=fuzz, clients=clients, seconds=seconds, seed=seed, skip=skip,
+                           say=lambda line: click.echo(line, err=True))
+    click.echo(format_report(rows))
+    if not all(row.ok for row in rows):
+        sys.exit(1)
+
+
 # -- serve / feedback -------------------------------------------------------------------
 
 

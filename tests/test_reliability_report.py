@@ -1,0 +1,40 @@
+"""`rlhelper bench reliability`: a short real run through the CLI, and the table's verdicts."""
+
+from __future__ import annotations
+
+import shutil
+
+from clirun import cli_env, one_line_error, rlhelper
+
+from rlhelper.reliability import Row, format_report
+
+
+def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem3_cache_dir):
+    shutil.copytree(seeds_index.parent, tmp_path / "work", symlinks=True)
+    index = tmp_path / "work" / seeds_index.name
+    before = sorted(p.name for p in index.parent.iterdir())
+    run = rlhelper(["bench", "reliability", "--index", str(index), "--kills", "1", "--fuzz", "10", "--clients", "4",
+                    "--seconds", "2", "--skip", "corruption", "--skip", "lock"],
+                   cli_env(tmp_path / "home", usem3_cache_dir))
+    assert run.returncode == 0, run.stdout + run.stderr
+    table = run.stdout.splitlines()
+    assert table[0].split() == ["trial", "tried", "held", "figures"] and table[-1] == "all held"
+    rows = {line.split()[0]: line for line in table[1:-1]}
+    assert set(rows) == {"kills", "queries", "fuzz", "load"}
+    assert " 1/1 " in rows["kills"] and " 5/5 " in rows["queries"] and " 22/22 " in rows["fuzz"]
+    assert "p99" in rows["load"] and "4 clients × 2 s" in rows["load"]
+    assert sorted(p.name for p in index.parent.iterdir()) == before  # only a copy was tried
+
+
+def test_a_missing_index_is_one_line(tmp_path, usem3_cache_dir):
+    run = rlhelper(["bench", "reliability", "--index", str(tmp_path / "none")], cli_env(tmp_path, usem3_cache_dir))
+    assert "No index at" in one_line_error(run)
+
+
+def test_the_report_names_what_did_not_hold():
+    rows = [Row("kills", "20 SIGKILLs", 20, 20, "landed: ..."),
+            Row("corruption", "14 kinds", 13, 14, "one line", ["manifest deleted: 'Traceback ...'"])]
+    report = format_report(rows)
+    assert " 20/20 " in report and " 13/14 " in report
+    assert "  corruption: manifest deleted: 'Traceback ...'" in report
+    assert report.splitlines()[-1] == "did not hold: corruption"
