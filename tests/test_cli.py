@@ -88,9 +88,14 @@ def test_ask_prints_the_answer_and_numbered_sources(seeds_index, via):
     answer, sources = done.stdout.split("\nSources:\n")
     assert answer.startswith(WAKE_UP_HEADING + " [1]")
     assert "Fix [1]" in answer and "wake_timeout: 120" in answer
-    first = sources.splitlines()[:2]
+    cited, related = sources.split("\nAlso related (not quoted above):\n")
+    first = cited.splitlines()[:2]
     assert first[0] == f"[1] {SKYRL_TITLE} › 15. Engine Lifecycle Errors › {WAKE_UP_HEADING}"
     assert re.match(r"^    000_17cc8c75aeb7db0e\.txt:\d+-\d+  https://github\.com/\S+#error-runtimeerror-wake_up", first[1])
+    # the runners-up the answer does not quote, as in the web chat
+    others = re.findall(r"^ ?\d+\. (.+?)  \[\w+/(?:en|zh)\] ", related, re.MULTILINE)
+    assert others and WAKE_UP_HEADING not in others
+    assert not set(others) & set(re.findall(r"^\[\d\] .* › (.+)$", cited, re.MULTILINE))
 
 
 def test_sources_and_answer_headers_name_the_document_once(seeds_index):

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .schema import Answer
+from .render import runners_up
+from .schema import Answer, Hit
 
 if TYPE_CHECKING:
     from .llm import LLMStream
@@ -33,7 +34,7 @@ def print_answer(answer: Answer) -> None:
         click.secho(answer.text, fg="yellow", bold=True)
         if answer.hits:
             click.echo("\nRelated (may not answer it):")
-            print_hit_rows(answer)
+            print_hit_rows(answer.hits)
         return
     for line in answer.text.splitlines():
         if line.startswith("### "):
@@ -43,6 +44,10 @@ def print_answer(answer: Answer) -> None:
         else:
             click.echo(line)
     print_sources(answer)
+    related = runners_up(answer)  # the web chat lists the same ones
+    if related:
+        click.echo("\nAlso related (not quoted above):")
+        print_hit_rows(related)
 
 
 def print_sources(answer: Answer) -> None:
@@ -74,8 +79,8 @@ def print_llm_answer(stream: LLMStream) -> None:
     print_sources(answer)
 
 
-def print_hit_rows(answer: Answer) -> None:
-    for hit in answer.hits:
+def print_hit_rows(hits: list[Hit]) -> None:
+    for hit in hits:
         e = hit.entry
         click.echo(
             click.style(f"{hit.rank:>2}. ", bold=True)
@@ -90,4 +95,4 @@ def print_hits(answer: Answer) -> None:
     print_notices(answer)
     if answer.abstained:
         click.secho("No entry clearly answers this; nearest entries:", fg="yellow")
-    print_hit_rows(answer)
+    print_hit_rows(answer.hits)
