@@ -214,6 +214,30 @@ def test_different_bodies_under_the_same_heading_stay_apart():
     assert len(merge_duplicates(one + two)) == 2
 
 
+LONG = "Symptoms: training hangs after rollout with timeout errors. Solutions: raise the sync interval, use colocated mode"
+
+
+def test_a_near_identical_repeat_in_one_document_folds_into_the_fuller_copy():
+    text = f"# Guide\n\n## Timeout\n\n{LONG}.\n\n## Other\n\nx\n\n## Timeout\n\n{LONG}, check InfiniBand.\n"
+    entries, _ = build(text)
+    merged = merge_duplicates(entries)
+    timeouts = [e for e in merged if e.heading == "Timeout"]
+    assert len(timeouts) == 1 and "InfiniBand" in timeouts[0].text  # the fuller, later copy is kept
+    assert [a["line_start"] for a in timeouts[0].also_at] == [3]
+    assert [e.heading for e in merged] == ["Guide", "Other", "Timeout"]  # document order is kept
+
+
+def test_near_identical_sections_of_two_documents_stay_apart():
+    one, _ = build_entries(f"## Timeout\n\n{LONG}.\n", collection="c", doc="a.md", meta={})
+    two, _ = build_entries(f"## Timeout\n\n{LONG}, check InfiniBand.\n", collection="c", doc="b.md", meta={})
+    assert len(merge_duplicates(one + two)) == 2
+
+
+def test_short_sections_sharing_a_heading_never_fold():
+    entries, _ = build("## Fix\n\nRestart ray.\n\n## Other\n\nx\n\n## Fix\n\nRestart ray now.\n")
+    assert len([e for e in merge_duplicates(entries) if e.heading == "Fix"]) == 2
+
+
 def test_seed_verl_faq_and_its_official_copy_merge():
     seeds = json.loads((REPO / "ingest/seeds/manifest.json").read_text())["documents"]
     official = json.loads((REPO / "ingest/official/manifest.json").read_text())["documents"]

@@ -4,6 +4,7 @@
     build_entries(text, collection=, doc=, meta=, max_tokens=400)
                                             -> (entries, warnings)
     merge_duplicates(entries)               -> entries, repeats folded into `also_at`
+                                               (identical anywhere; near-identical within a document)
 
 Design choices:
 
@@ -222,39 +223,88 @@ def _url(meta: dict, anchor: str, embedded_path: str) -> str | None:
 # --- deduplicating -----------------------------------------------------------
 
 def merge_duplicates(entries: list[Entry]) -> list[Entry]:
-    """Fold entries with the same heading and the same whitespace-collapsed body into the first.
+    """Fold repeated sections into one entry that lists the other places in `also_at`.
 
-    The heading line itself is left out of the comparison, so the same entry
-    under "###" in one file and "####" in another (or under another parent)
-    still matches. Empty bodies never match: bare category headings are not
-    duplicates of each other. The input entries are not modified.
+    Identical sections fold into the first, in any document: same heading and
+    the same whitespace-collapsed body. The heading line itself is left out of
+    the comparison, so the same entry under "###" in one file and "####" in
+    another (or under another parent) still matches.
+
+    Near-identical sections fold within one document, into the fullest copy:
+    a captured page can quote a section again with a line added (the slime
+    skill page repeats its troubleshooting issues, expanded, in a companion
+    file further down). Searching the fuller copy finds what either says,
+    and one hit listing both places beats two hits saying nearly the same.
+
+    Empty or tiny bodies never fold: bare category headings are not
+    duplicates of each other. Order is kept. The input entries are not modified.
     """
+    folded_into = _near_duplicates(entries)
     kept: list[Entry] = []
     first_of: dict[tuple, Entry] = {}
-    for entry in entries:
+    copy_of: dict[int, Entry] = {}
+    for row, entry in enumerate(entries):
+        if row in folded_into:
+            continue
         body = _normalised_body(entry)
         key = (entry.heading, body, entry.answerable)
-        if not body:
-            kept.append(entry)
-            continue
-        first = first_of.get(key)
+        first = first_of.get(key) if body else None
         if first is None:
-            first = replace(entry, also_at=list(entry.also_at), breadcrumb=list(entry.breadcrumb))
-            first_of[key] = first
+            first = copy_of[row] = replace(entry, also_at=list(entry.also_at), breadcrumb=list(entry.breadcrumb))
+            if body:
+                first_of[key] = first
             kept.append(first)
             continue
-        first.also_at.append(
-            {
-                "doc": entry.doc,
-                "heading": entry.heading,
-                "breadcrumb": list(entry.breadcrumb),
-                "line_start": entry.line_start,
-                "line_end": entry.line_end,
-                "url": entry.url,
-            }
-        )
-        first.also_at.extend(entry.also_at)
+        copy_of[row] = first
+        _add_place(first, entry)
+    for row, into in folded_into.items():
+        _add_place(copy_of[into], entries[row])
     return kept
+
+
+# Share of the smaller copy's distinct words found in the larger one, from which two
+# sections with one heading in one document are the same section (the slime page's
+# repeats measure 0.89-1.0; different sections that share a heading, 0.05-0.55).
+NEAR_DUPLICATE = 0.8
+MIN_WORDS = 8  # tiny bodies share their few words by chance
+
+
+def _near_duplicates(entries: list[Entry]) -> dict[int, int]:
+    """Row -> row of the fuller copy it folds into, for near-identical sections of one document."""
+    from .lexical import tokenize  # lexical imports nothing of ours; kept local to stay off the parse path
+
+    groups: dict[tuple, list[int]] = {}
+    for row, e in enumerate(entries):
+        if e.parts == 1 and e.answerable:  # parts of one long section are not copies of each other
+            groups.setdefault((e.collection, e.doc, e.heading), []).append(row)
+    folded: dict[int, int] = {}
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue
+        words = {row: set(tokenize(_normalised_body(entries[row]))) for row in rows}
+        fullest_first = sorted(rows, key=lambda row: (-len(words[row]), row))
+        for i, big in enumerate(fullest_first):
+            if big in folded:
+                continue
+            for small in fullest_first[i + 1:]:
+                few = words[small]
+                if small not in folded and len(few) >= MIN_WORDS and len(few & words[big]) / len(few) >= NEAR_DUPLICATE:
+                    folded[small] = big
+    return folded
+
+
+def _add_place(target: Entry, other: Entry) -> None:
+    target.also_at.append(
+        {
+            "doc": other.doc,
+            "heading": other.heading,
+            "breadcrumb": list(other.breadcrumb),
+            "line_start": other.line_start,
+            "line_end": other.line_end,
+            "url": other.url,
+        }
+    )
+    target.also_at.extend(other.also_at)
 
 
 def _normalised_body(entry: Entry) -> str:

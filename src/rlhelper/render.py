@@ -428,7 +428,7 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
     also = ""
     if also_at:
         places = ", ".join(esc(f"{a.get('doc', '')}:{a.get('line_start', '')}") for a in also_at[:5])
-        also = f'<div class="rl-muted">Same text also at {places}</div>'
+        also = f'<div class="rl-muted">Also at {places}</div>'
     details = ""
     if entry is not None:
         details = (f'<details class="rl-details"><summary>Show the whole entry</summary>'

@@ -64,7 +64,8 @@ class Entry:
     part: int = 1  # 1-based part number when a long section was split
     parts: int = 1
     answerable: bool = True
-    # Other places holding the same text (the slime page repeats sections):
+    # Other places holding the same section (identical text, or a near-identical
+    # repeat in the same document, like the slime page's):
     # list of {"doc", "heading", "breadcrumb", "line_start", "line_end", "url"}.
     also_at: list[dict] = field(default_factory=list)
 
