@@ -13,6 +13,8 @@ time of one request and the wall time of the run.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
 import math
@@ -171,6 +173,12 @@ def format_result(result: dict) -> str:
     return "\n".join(lines)
 
 
+def close_quietly(app) -> None:
+    """Stop a server started for a run; Gradio would print "Closing server..." into the report."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        app.close()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -192,4 +200,4 @@ def run_load_cli(url: str | None = None, clients: int = 20, questions: int = 10,
             return (format_result(run_load(local, clients, questions, duration=duration))
                     + f"\n  (server: {json.dumps(local)})")
         finally:
-            app.close()
+            close_quietly(app)

@@ -27,8 +27,6 @@ this module only counts what held and lays out the table.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import shutil
 import statistics
@@ -128,8 +126,7 @@ def _load(copy: Path, work: Path, clients: int, seconds: float) -> Row:
     try:
         result = loadtest.run_load(url, clients=clients, duration=seconds, timeout=60)
     finally:
-        with contextlib.redirect_stdout(io.StringIO()):  # Gradio prints "Closing server..." into the report
-            app.close()
+        loadtest.close_quietly(app)
     figures = (f"{result['requests']} requests, p50 {result['p50_s'] or 0:.3f} s, p95 {result['p95_s'] or 0:.3f} s, "
                f"p99 {result['p99_s'] or 0:.3f} s, max {result['max_s'] or 0:.3f} s, "
                f"{result['requests_per_s']} requests/s")
