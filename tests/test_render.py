@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlhelper import render
-from rlhelper.answer import build_answer
+from rlhelper.answer import RELATED_SHOWN, build_answer
 from rlhelper.schema import Entry, Hit
 
 EVIL = (Path(__file__).parent / "hostile" / "evil.md").read_text(encoding="utf-8")
@@ -175,7 +175,7 @@ def test_runners_up_are_listed_under_an_answer_but_not_numbered():
     html = render.answer_html(answer)
     sources, related = html.split("Also related (not quoted above)")
     assert sources.count('class="rl-cite"') == 1 and '<span class="rl-num">1</span>' in sources
-    assert related.count('class="rl-cite"') == render.RELATED_SHOWN and 'class="rl-num"' not in related
+    assert related.count('class="rl-cite"') == RELATED_SHOWN and 'class="rl-num"' not in related
     assert "<b>other</b>" not in html  # the related entry's text is escaped too
     assert "Also related" not in render.answer_html(build_answer("q", "q", hits[:1], abstained=False))
 

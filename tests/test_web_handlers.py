@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import render, web
+from rlhelper import web
+from rlhelper.answer import RELATED_SHOWN
 from rlhelper.api import Helper
 from rlhelper.errors import IndexCorruptError
 from rlhelper.feedback import FeedbackStore
@@ -75,7 +76,7 @@ def test_answer_streams_in_then_shows_numbered_citations(helper):
         assert render_location(c) in html
         if c.url:
             assert f'href="{c.url}"' in html.replace("&amp;", "&")
-    runners_up = min(render.RELATED_SHOWN, len(expected.hits) - len(expected.citations))
+    runners_up = min(RELATED_SHOWN, len(expected.hits) - len(expected.citations))
     assert html.count("Show the whole entry") == len(expected.citations) + runners_up
     assert html.count('<span class="rl-num">') == len(expected.citations)  # runners-up are not numbered
     assert '<sup class="rl-ref">' in html
@@ -284,3 +285,12 @@ def test_llm_failure_keeps_the_extractive_answer_with_a_notice(helper, quiet_env
 def test_llm_settings_error_is_shown(helper, quiet_env):
     html = final_html(run(helper, WEIGHT_SYNC, llm=web.LLMOptions(True, "ftp://x", "m"))[0])
     assert "not an http(s) URL" in html and 'class="rl-sources"' in html
+
+
+def test_an_abstained_answer_says_the_llm_was_not_asked(helper, quiet_env):
+    with OpenAIStub(Reply("This must never be shown [1].")) as stub:
+        options = web.LLMOptions(True, stub.url, "stub-model")
+        html = final_html(run(helper, OFF_TOPIC, llm=options)[0])
+        assert not stub.requests  # nothing to ground an answer in: the model is not called
+    assert "No matching entry in the docs." in html and "your LLM was not asked" in html
+    assert "must never be shown" not in html

@@ -39,6 +39,7 @@ _LABEL_LINE = re.compile(r"^\*\*(?P<label>[^*\n]{1,30}?)\s*[:ï¼š]?\s*\*\*\s*[:ï¼
 # Within this fraction of the best fused score, another entry ties and is quoted too.
 TIE_RATIO = 0.99
 MAX_CITED = 2
+RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "text": ""}
 
 
@@ -100,6 +101,12 @@ def cited_hits(hits: list[Hit]) -> list[Hit]:
         return []
     best = hits[0].score
     return [h for h in hits[:MAX_CITED] if best <= 0 or h.score >= best * TIE_RATIO]
+
+
+def runners_up(answer: Answer) -> list[Hit]:
+    """Hits the answer does not quote, best first: worth a look, not vouched for."""
+    cited = {c.entry_id for c in answer.citations}
+    return [h for h in answer.hits if h.entry.id not in cited][:RELATED_SHOWN]
 
 
 def parts_for(hit: Hit, number: int) -> list[AnswerPart]:

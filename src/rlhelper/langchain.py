@@ -21,4 +21,4 @@ class HelperRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         hits = self.helper.search(query, k=self.k, **self.filters)
-        return [Document(page_content=h.entry.text, metadata=h.to_dict()) for h in hits]
+        return [Document(id=h.entry.id, page_content=h.entry.text, metadata=h.to_dict()) for h in hits]

@@ -20,6 +20,7 @@ import html
 import re
 from collections.abc import Callable, Iterable
 
+from .answer import runners_up
 from .schema import Answer, Citation, Entry, Hit, title_trail
 
 MAX_QUERY_ECHO = 2000  # characters of the user's query shown back in the chat
@@ -455,7 +456,6 @@ def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | N
     return f'<div class="rl-sources"><div class="rl-sources-title">Sources</div>{rows}</div>'
 
 
-RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
 
 
 def related_block_html(hits: list[Hit], title: str = "Related entries") -> str:
@@ -471,12 +471,6 @@ def abstained_html(answer: Answer) -> str:
                 "Try other words, paste the exact error line, or clear the filters."))
     block = f'<div class="rl-abstain"><strong>No matching entry in the docs.</strong><p>{esc(intro)}</p></div>'
     return block + related_block_html(answer.hits)
-
-
-def runners_up(answer: Answer) -> list[Hit]:
-    """Hits the answer does not quote, best first: worth a look, not vouched for."""
-    cited = {c.entry_id for c in answer.citations}
-    return [h for h in answer.hits if h.entry.id not in cited][:RELATED_SHOWN]
 
 
 def _entries_of(answer: Answer, fallback: Callable[[str], Entry | None] | None) -> Callable[[str], Entry | None]:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .render import runners_up
+from .answer import runners_up
 from .schema import Answer, Hit
 
 if TYPE_CHECKING:

@@ -123,6 +123,9 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         return
 
     entry_for = getattr(helper, "entry", None)
+    if llm is not None and llm.enabled and answer.abstained:
+        answer = dataclasses.replace(answer, notices=[
+            *answer.notices, "No entry matched, so your LLM was not asked: it would have nothing to ground an answer in."])
     for partial in _streamed_bodies(answer):
         history[-1] = _message("assistant", render.answer_html(answer, text=partial, final=False))
         yield history, session
