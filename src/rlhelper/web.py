@@ -507,10 +507,18 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
 
 
 def _warm_up(helper) -> None:
-    """Load the embedding model once before the first visitor (and before many threads race to)."""
+    """Load the embedding model once before the first visitor (and before many threads race to),
+    and matplotlib: Gradio imports it on the event loop around the first event (to pin its
+    backend), which stalled every open request for 0.6 s under load."""
     try:
         helper.ask("CUDA out of memory", k=1)
     except RlhelperError:
+        pass
+    try:
+        import matplotlib
+
+        matplotlib.get_backend()
+    except ImportError:
         pass
 
 
