@@ -35,6 +35,7 @@ from pathlib import Path  # noqa: E402
 import gradio as gr  # noqa: E402
 
 from . import config, render  # noqa: E402
+from .answer import render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
 from .feedback import FeedbackStore  # noqa: E402
 from .schema import Answer  # noqa: E402
@@ -152,10 +153,6 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
 def _streamed_bodies(answer: Answer) -> Iterator[str]:
     """The answer text growing one part (symptom / cause / fix block) at a time."""
     if answer.abstained or len(answer.parts) < 2:
-        return
-    try:
-        from .answer import render_markdown
-    except ImportError:  # answer text only: nothing to stream
         return
     for i in range(1, len(answer.parts)):
         yield render_markdown(answer.parts[:i], answer.citations)
