@@ -94,3 +94,9 @@ def test_unknown_mode_and_unsearchable_queries_are_refused(helper):
     for bad in ("", "   \n\t", "\x00\x01\x02\x03" * 50):
         with pytest.raises(QueryError):
             helper.retrieve(bad)
+
+
+def test_bytes_are_decoded_and_other_types_refused(helper):
+    assert helper.search(b"RuntimeError: wake_up timed out after 60s", k=1)[0].entry.heading.endswith("Xs")
+    with pytest.raises(QueryError, match="must be text"):
+        helper.retrieve(42)

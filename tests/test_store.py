@@ -482,3 +482,29 @@ def test_an_index_from_an_older_tokenizer_asks_for_a_re_ingest(index_copy, tmp_p
     report = ingest([SEEDS], index=index_copy)  # what the message says to run
     assert report.entries and not report.failed
     assert Helper.load(index_copy).search("wake_up timed out", k=1)
+
+
+def test_the_rebuild_advice_for_an_index_of_your_own_docs_names_your_folders(tmp_path, monkeypatch):
+    """Following the advice must not swap the user's docs for the shipped corpus."""
+    import re
+
+    from rlhelper.api import Helper
+    from rlhelper.ingest import ingest
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "gpu.md").write_text("# GPU\n\n## XYZZY stall\n\nRestart the XYZZY daemon.\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    ingest([notes], collection="mine", index=tmp_path / "idx")
+    os.remove(os.path.realpath(tmp_path / "idx") + "/dense.faiss")
+    with pytest.raises(IndexCorruptError) as info:
+        Helper.load(tmp_path / "idx")
+    [command] = re.findall(r"`(rlhelper [^`]*)`", str(info.value))
+    assert command == "rlhelper ingest --rebuild --index idx notes --collection mine"
+    from click.testing import CliRunner
+
+    from rlhelper.cli import main
+
+    result = CliRunner().invoke(main, command.split()[1:] + ["-q"])
+    assert result.exit_code == 0, result.output
+    assert Helper.load(tmp_path / "idx").collections == ["mine"]

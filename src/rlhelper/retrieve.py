@@ -80,8 +80,13 @@ def load_threshold(mode: str = "hybrid", embedder_id: str = "usem3") -> float:
     return confidence_model.model_for(embedder_id).threshold(mode)
 
 
-def check_query(query: str) -> str:
-    """Refuse what cannot be searched, with a sentence that says why."""
+def check_query(query: str | bytes) -> str:
+    """The query as text, or a QueryError with a sentence that says why it cannot be searched.
+    Bytes (a log read in binary mode) are decoded as UTF-8, undecodable bytes replaced."""
+    if isinstance(query, bytes | bytearray):
+        query = bytes(query).decode("utf-8", errors="replace")
+    if query is not None and not isinstance(query, str):
+        raise QueryError(f"The query must be text, not {type(query).__name__}.")
     if query is None or not query.strip():
         raise QueryError("The query is empty: paste an error message, a traceback or a question.")
     if is_binary(query):
@@ -155,7 +160,7 @@ class Retriever:
     ) -> Retrieval:
         if mode not in MODES:
             raise QueryError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
-        check_query(query)
+        query = check_query(query)
         normalized = normalize_query(query)
         if not normalized.text.strip():
             raise QueryError("Nothing searchable was left in the query after removing log noise; paste the error line.")

@@ -105,16 +105,52 @@ def is_default(path: Path) -> bool:
     return os.path.abspath(path) == os.path.abspath(config.index_path())
 
 
-def rebuild_hint(path: Path) -> str:
-    """The command that rebuilds the index at `path` (with --index unless it is the default)."""
-    return "`rlhelper ingest --rebuild`" if is_default(path) else f"`rlhelper ingest --rebuild --index {show(path)}`"
+def rebuild_hint(path: Path, *, rebuild: bool = True) -> str:
+    """The command that rebuilds (or, rebuild=False, updates) the index at `path`.
+
+    Ingest without paths reads the shipped collections, so for an index of
+    other folders the command must name them, or following the advice would
+    swap the user's docs for the shipped ones. The folders come from the
+    manifest when it can still be read.
+    """
+    command = "rlhelper ingest --rebuild" if rebuild else "rlhelper ingest"
+    if is_default(path):
+        return f"`{command}`"
+    command += f" --index {show(path)}"
+    sources = _recorded_sources(path)
+    if sources is None:
+        return f"`{command}` with the folders the index was built from"
+    if _are_shipped(sources):
+        return f"`{command}`"
+    if all(Path(folder).name == name for name, folder in sources.items()):  # names default to folder names
+        return f"`{command} {' '.join(show(Path(f)) for f in sources.values())}`"
+    # One collection name per run: the first run rebuilds, the others add.
+    runs = [f"`{command if i == 0 else command.replace(' --rebuild', '')} {show(Path(f))} --collection {name}`"
+            for i, (name, f) in enumerate(sources.items())]
+    return ", then ".join(runs)
+
+
+def _recorded_sources(path: Path) -> dict[str, str] | None:
+    """Collection name -> source folder, from the index's manifest (None when it cannot be read)."""
+    try:
+        folder = live_folder(path)
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if folder else None
+        sources = {name: str(info["source"]) for name, info in manifest["collections"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return sources or None
+
+
+def _are_shipped(sources: dict[str, str]) -> bool:
+    shipped = config.corpus_dir()
+    return all(name in config.DEFAULT_COLLECTIONS and os.path.abspath(folder) == os.path.abspath(shipped / name)
+               for name, folder in sources.items())
 
 
 def stale_error(path: Path, built_with: str, current: str) -> IndexStaleError:
-    command = "`rlhelper ingest`" if is_default(path) else f"`rlhelper ingest --index {show(path)}` with the same paths"
     return IndexStaleError(
         f"{show(path)} was built by an older rlhelper (tokenizer {built_with or 'unknown'}; this one uses "
-        f"{current}). Run {command} to update it: unchanged entries keep their vectors.")
+        f"{current}). Run {rebuild_hint(path, rebuild=False)} to update it: unchanged entries keep their vectors.")
 
 
 def missing_error(path: Path) -> IndexMissingError:
