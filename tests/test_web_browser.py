@@ -25,6 +25,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update"]
 REPO = Path(__file__).resolve().parent.parent
+# The README's picture: written only when asked (RLHELPER_UPDATE_SCREENSHOT=1), so a test run
+# leaves the work tree clean.
 SCREENSHOT = REPO / "docs" / "screenshot.png"
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 QUESTION = "Weight sync timed out between the trainer and SGLang. How do I fix it?"
@@ -117,7 +119,7 @@ def wait_for_row(db: Path, query: str, seconds: float = 10.0) -> tuple | None:
     return None
 
 
-def test_ask_see_citation_expand_copy_vote(page, seeds_url, feedback_db):
+def test_ask_see_citation_expand_copy_vote(page, seeds_url, feedback_db, tmp_path):
     page.goto(seeds_url)
     page.locator("#rl-header h1").wait_for()
     assert "helper" in page.inner_text("#rl-header h1")
@@ -141,7 +143,10 @@ def test_ask_see_citation_expand_copy_vote(page, seeds_url, feedback_db):
         copy.click()
         page.wait_for_function("b => b.textContent === 'Copied'", arg=copy.element_handle())
 
-    page.screenshot(path=str(SCREENSHOT))  # shown in the README
+    shot = SCREENSHOT if os.environ.get("RLHELPER_UPDATE_SCREENSHOT") == "1" else tmp_path / "screenshot.png"
+    page.locator("#rl-chat [data-testid='user']").last.scroll_into_view_if_needed()  # the question on top
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     page.locator("#rl-chat button[aria-label='Like']").last.click()
     row = wait_for_row(feedback_db, QUESTION)
