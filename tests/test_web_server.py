@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -147,21 +148,27 @@ def test_ui_app_script_serves_the_same_app(seeds_index, tmp_path):
     proc = subprocess.Popen([sys.executable, str(REPO / "ui" / "app.py"), "--port", str(port),
                              "--index", str(seeds_index)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    printed: list[str] = []
+    reader = threading.Thread(target=lambda: printed.extend(proc.stdout), daemon=True)
+    reader.start()
+    announced = f"rlhelper web chat on http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             try:
                 config = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=2).read())
-                break
+                if any(announced in line for line in printed):
+                    break
             except OSError:
-                assert proc.poll() is None, proc.stdout.read()
-                time.sleep(0.5)
+                assert proc.poll() is None, "".join(printed)
+            time.sleep(0.5)
         else:
-            pytest.fail("ui/app.py did not start within 90 s")
+            pytest.fail(f"ui/app.py did not start and say so within 90 s: {''.join(printed)}")
         assert config["title"] == web.TITLE
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+    assert "share=True" not in "".join(printed)  # no hint at a public link
 
 
 def test_ui_app_script_reports_a_missing_index(tmp_path):

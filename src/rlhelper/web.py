@@ -539,6 +539,10 @@ def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=
     app = build_app(helper, feedback_db=feedback_db)
     _warm_up(helper)
     try:
-        app.launch(**launch_options(host, port))
+        # quiet: Gradio's own banner suggests share=True, a public link this app never makes.
+        app.launch(prevent_thread_lock=True, quiet=True, **launch_options(host, port))
     except OSError as err:
         raise ConfigError(f"Cannot serve on {host}:{port} ({err}): pass another --port.") from err
+    print(f"rlhelper web chat on {app.local_url.rstrip('/')} ({len(helper.entries):,} entries; Ctrl+C stops it)",
+          flush=True)
+    app.block_thread()
