@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.glossary import GLOSSARY, expand, matches
+from rlhelper.glossary import GLOSSARY, cross_language, expand, matches
 from rlhelper.lexical import tokenize
 
 
@@ -36,6 +36,13 @@ def test_purely_english_query_gets_no_chinese_tokens():
     extra = added("CUDA out of memory during rollout")
     assert extra == ["oom"]  # the one-token synonym; no bigrams that would favour Chinese pages
     assert not any("\u4e00" <= ch <= "\u9fff" for token in added("Gloo timed out on recv") for ch in token)
+
+
+def test_an_english_query_gets_its_chinese_terms_apart_for_a_lighter_weight():
+    tokens = tokenize("Gloo timed out waiting for recv")
+    assert "超时" in cross_language(tokens) and "超时" not in expand(tokens)
+    assert cross_language(tokenize("rollout 的时候 OOM 了")) == []  # expand() adds them already
+    assert cross_language(tokenize("how do I bake bread")) == []
 
 
 def test_same_language_single_token_synonyms():

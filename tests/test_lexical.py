@@ -275,6 +275,16 @@ def test_scores_match_a_textbook_implementation():
     assert set(ids) == set(np.flatnonzero(expected > 0))
 
 
+def test_extra_terms_count_with_their_own_weight(index):
+    plain_ids, plain = index.search(tokenize("Gloo"), k=6)
+    _, light = index.search(tokenize("Gloo"), k=6, extra={"超时": 0.5})
+    _, heavy = index.search(tokenize("Gloo"), k=6, extra={"超时": 1.0})
+    assert list(plain_ids) == [4]
+    assert plain[0] < light[0] < heavy[0]
+    _, same = index.search(tokenize("Gloo"), k=6, extra={"gloo": 0.1})  # a query token keeps its own weight
+    assert same[0] == pytest.approx(plain[0])
+
+
 def test_upper_bound_and_score_of_one_document(index):
     query = tokenize("Weight sync timed out")
     ids, scores = index.search(query, k=6)

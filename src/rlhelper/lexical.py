@@ -316,28 +316,33 @@ class BM25Index:
                    idf=idf, doc_lengths=lengths, k1=k1, b=b)
 
     def search(
-        self, query_tokens: Iterable[str], k: int, allowed: np.ndarray | None = None
+        self, query_tokens: Iterable[str], k: int, allowed: np.ndarray | None = None,
+        extra: dict[str, float] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows by BM25, best first (ties: lower row first).
 
         Unknown tokens are ignored; rows outside `allowed` (a bool mask, one
         per document) and rows matching no token are never returned, so fewer
-        than k rows may come back.
+        than k rows may come back. `extra` adds terms with a weight of their
+        own in place of 1 + ln(qtf) (ignored when a query token already).
         """
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
         if allowed is not None:
             allowed = np.asarray(allowed, dtype=bool)
             if allowed.shape != (self.n_docs,):
                 raise ValueError(f"allowed mask has shape {allowed.shape}, expected ({self.n_docs},)")
-        counts = Counter(t for t in query_tokens if t in self.vocabulary)
-        if not counts or k <= 0 or self.n_docs == 0:
+        factors = {t: 1.0 + math.log(qtf) for t, qtf in Counter(query_tokens).items() if t in self.vocabulary}
+        for term, weight in (extra or {}).items():
+            if term in self.vocabulary and term not in factors:
+                factors[term] = weight
+        if not factors or k <= 0 or self.n_docs == 0:
             return empty
         scores = np.zeros(self.n_docs, dtype=np.float32)
-        for term, qtf in counts.items():
+        for term, factor in factors.items():
             t = self.vocabulary[term]
             start, end = self.indptr[t], self.indptr[t + 1]
             # Doc ids are unique within one posting list, so plain fancy-index += is exact.
-            scores[self.doc_ids[start:end]] += (self.idf[t] * (1.0 + math.log(qtf))) * self.weights[start:end]
+            scores[self.doc_ids[start:end]] += (self.idf[t] * factor) * self.weights[start:end]
         if allowed is not None:
             scores[~allowed] = 0.0
         candidates = np.flatnonzero(scores > 0)
