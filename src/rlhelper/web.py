@@ -519,13 +519,13 @@ def _warm_up(helper) -> None:
         pass
 
 
-def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_db=None,
-          quiet: bool = True) -> tuple[gr.Blocks, str]:
+def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_db=None) -> tuple[gr.Blocks, str]:
     """Launch in a background thread; returns (app, local URL). `app.close()` stops it."""
     app = build_app(helper, feedback_db=feedback_db)
     _warm_up(helper)
     try:
-        app.launch(prevent_thread_lock=True, quiet=quiet, **launch_options(host, port))
+        # quiet: Gradio's own banner suggests share=True, a public link this app never makes.
+        app.launch(prevent_thread_lock=True, quiet=True, **launch_options(host, port))
     except OSError as err:
         raise ConfigError(f"Cannot serve on {host}:{port} ({err}): pass another --port.") from err
     return app, app.local_url.rstrip("/")
@@ -536,13 +536,6 @@ def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=
     from .api import Helper
 
     helper = Helper.load(index)
-    app = build_app(helper, feedback_db=feedback_db)
-    _warm_up(helper)
-    try:
-        # quiet: Gradio's own banner suggests share=True, a public link this app never makes.
-        app.launch(prevent_thread_lock=True, quiet=True, **launch_options(host, port))
-    except OSError as err:
-        raise ConfigError(f"Cannot serve on {host}:{port} ({err}): pass another --port.") from err
-    print(f"rlhelper web chat on {app.local_url.rstrip('/')} ({len(helper.entries):,} entries; Ctrl+C stops it)",
-          flush=True)
+    app, url = start(helper, host, port, feedback_db=feedback_db)
+    print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries; Ctrl+C stops it)", flush=True)
     app.block_thread()
