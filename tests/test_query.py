@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 import time
 
 import pytest
@@ -354,3 +355,21 @@ def test_hints_from_the_head_of_a_long_log_survive_the_cut():
     raw = "python3 -m verl.trainer.main_ppo\n" + "step\n" * 300_000 + "RuntimeError: boom\n"
     q = normalize_query(raw)
     assert q.truncated and q.frameworks.get("verl", 0) >= 0.9
+
+
+def test_the_deepest_framework_frame_gives_the_context():
+    log = textwrap.dedent('''\
+        Traceback (most recent call last):
+          File "/home/u/verl/verl/trainer/main_ppo.py", line 10, in main
+            run()
+          File "/home/u/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", line 248, in generate_sequences
+            outputs = self.inference_engine.generate(prompts=vllm_inputs)
+          File "/usr/lib/python3.12/site-packages/vllm/entrypoints/llm.py", line 10, in generate
+            x = 1
+        torch.OutOfMemoryError: CUDA out of memory.
+        ''')
+    q = normalize_query(log)
+    assert q.context == "workers rollout vllm rollout vllm rollout spmd generate_sequences"
+    assert "rollout" not in q.text  # the context is kept apart: it is a hint, not the error
+    plain = normalize_query('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nKeyError: 1')
+    assert plain.context == "" and normalize_query("CUDA out of memory").context == ""

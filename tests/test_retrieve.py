@@ -100,3 +100,11 @@ def test_bytes_are_decoded_and_other_types_refused(helper):
     assert helper.search(b"RuntimeError: wake_up timed out after 60s", k=1)[0].entry.heading.endswith("Xs")
     with pytest.raises(QueryError, match="must be text"):
         helper.retrieve(42)
+
+
+def test_a_tracebacks_framework_frame_steers_to_that_frameworks_entry(helper):
+    log = ('(TaskRunner pid=12345) Traceback (most recent call last):\n'
+           '  File "/home/u/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", line 248, in generate_sequences\n'
+           '    outputs = self.inference_engine.generate(prompts=vllm_inputs)\n'
+           'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.')
+    assert helper.search(log, k=1)[0].entry.heading == "OOM during rollout (vLLM)"

@@ -1,6 +1,6 @@
 """From whatever was pasted to what is searched: the error signature.
 
-    normalize_query(raw)      -> NormalizedQuery(text, truncated, notices, frameworks, is_log)
+    normalize_query(raw)      -> NormalizedQuery(text, truncated, notices, frameworks, is_log, context)
     detect_frameworks(text)   -> {"verl": 0.9, "sglang": 0.8, ...}
     is_binary(raw)            -> True for data that is not text
 
@@ -26,6 +26,10 @@ Trade-offs:
   them (`third_party/gloo/...` keeps "gloo"); user directories go.
 * Nothing is rejected here: emptiness and binary data are the caller's to
   report (see `is_binary`); control characters are simply removed.
+* The deepest stack frame inside a framework's own package is kept apart as
+  `context` ("workers rollout vllm_rollout generate_sequences"): where the
+  error surfaced tells a rollout OOM from a training OOM, but frame words are
+  not the error, so retrieval gives them a fraction of a query word's weight.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ class NormalizedQuery:
     notices: list[str] = field(default_factory=list)
     frameworks: dict[str, float] = field(default_factory=dict)
     is_log: bool = False
+    # Where in a framework's code the error surfaced: the words of the deepest stack frame
+    # inside verl/, skyrl_train/, slime/, rlinf/ ("workers rollout vllm_rollout generate_sequences").
+    context: str = ""
 
 
 # --- character-level cleaning -------------------------------------------------
@@ -175,6 +182,9 @@ def detect_frameworks(text: str) -> dict[str, float]:
 # --- line classification ------------------------------------------------------
 
 _FRAME = re.compile(r'\s*File "[^"\n]*", line \d+')
+# A frame in a framework's own package: the path below the package root, and the function.
+_FRAMEWORK_FRAME = re.compile(
+    r'\s*File "[^"\n]*[/\\](?:verl|skyrl_train|skyrl|slime|rlinf)[/\\](?P<module>[^"\n]+?)\.py", line \d+, in (?P<func>[\w<>]+)')
 _CPP_FRAME = re.compile(r"\s*(?:frame #\d+:|#\d+\s+0x[0-9a-f]+ in |Exception raised from \S+ at \S+ \(most recent call first\))")
 _CARETS = re.compile(r"\s*[\^~]+\s*$")
 _RULE = re.compile(r"[=\-_*#~+]{3,}$")  # ==== and ---- decoration (torchrun's failure report)
@@ -322,10 +332,12 @@ def _has_log_markers(lines: list[str]) -> bool:
     return False
 
 
-def _extract(lines: list[str]) -> tuple[list[_Line], int]:
-    """Classified lines of a log, frames and noise dropped; and how many lines were clipped."""
+def _extract(lines: list[str]) -> tuple[list[_Line], int, str]:
+    """Classified lines of a log, frames and noise dropped; how many lines were clipped; and the
+    context of the deepest framework frame (see NormalizedQuery.context)."""
     kept: list[_Line] = []
     clipped = 0
+    context = ""
     in_frame = False  # the previous line was a stack frame: the next indented one is source
     open_exception: _Line | None = None
     for position, raw in enumerate(lines):
@@ -335,6 +347,9 @@ def _extract(lines: list[str]) -> tuple[list[_Line], int]:
         line, level = _strip_prefixes(raw)
         if _FRAME.match(line) or _CPP_FRAME.match(line):
             in_frame, open_exception = True, None
+            if framework_frame := _FRAMEWORK_FRAME.match(line):
+                module = re.sub(r"[/\\_.]+", " ", framework_frame["module"])
+                context = f"{module} {framework_frame['func'].strip('<>')}".strip()
             continue
         if in_frame and line[:1].isspace() and not _EXCEPTION.match(line.strip()):
             continue  # the source line under a frame (or under a Python warning)
@@ -360,7 +375,7 @@ def _extract(lines: list[str]) -> tuple[list[_Line], int]:
         else:
             open_exception = None
             kept.append(_Line(text, position, tier))
-    return kept, clipped
+    return kept, clipped, context
 
 
 def _signature(kept: list[_Line], max_chars: int) -> tuple[list[str], int]:
@@ -445,7 +460,7 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
             f"{len(chr(10).join(scanned_lines)):,} characters (a log ends with its errors), "
             f"at most {max_chars:,} characters of signature."
         )
-    kept, clipped = _extract(scanned_lines)
+    kept, clipped, context = _extract(scanned_lines)
     signature, left_out = _signature(kept, max_chars)
     if clipped:
         truncated = True
@@ -464,7 +479,7 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
         notices.append("Pasted log detected: no error line in it, searched its warnings.")
     elif signature:
         notices.append("Pasted log detected: no error line in it, searched its last lines.")
-    return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True)
+    return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True, context)
 
 
 def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[str, float]) -> NormalizedQuery:
