@@ -42,9 +42,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from . import confidence as confidence_model
 from . import glossary, lexical
-from .confidence import Signals
+from .confidence import ConfidenceModel, Signals, model_for
 from .errors import QueryError
 from .fusion import boost, reciprocal_rank_fusion
 from .query import NormalizedQuery, is_binary, normalize_query
@@ -84,7 +83,7 @@ class Retrieval:
 
 def load_threshold(mode: str = "hybrid", embedder_id: str = "usem3") -> float:
     """The calibrated abstention threshold (on the confidence, 0..1) of a search mode."""
-    return confidence_model.model_for(embedder_id).threshold(mode)
+    return model_for(embedder_id).threshold(mode)
 
 
 def check_query(query: str | bytes) -> str:
@@ -114,6 +113,11 @@ class Retriever:
         return self._embedder_factory()
 
     @cached_property
+    def confidence_model(self) -> ConfidenceModel:
+        """The abstention model calibrated for this index's embedder (read once)."""
+        return model_for(self.index.embedder_id)
+
+    @cached_property
     def _columns(self) -> dict[str, np.ndarray]:
         """Per-entry attributes as arrays, so filters are vectorised masks."""
         entries = self.index.entries
@@ -136,15 +140,11 @@ class Retriever:
                 mask &= np.isin(self._columns[name], values)
         return mask
 
-    def lexical_ranking(self, text: str, allowed: np.ndarray, k: int, context: str = "") -> tuple[list[int], list[float]]:
-        tokens = query_tokens(text)
-        if not tokens:
-            return [], []
-        extra = dict.fromkeys(lexical.tokenize(context), CONTEXT_WEIGHT)
-        extra.update(dict.fromkeys(glossary.cross_language(lexical.tokenize(text)), CROSS_LANGUAGE_WEIGHT))
-        ids, scores = self.index.bm25.search(tokens, k, allowed=allowed, extra=extra)
-        keep = scores > 0
-        return [int(i) for i in ids[keep]], [float(s) for s in scores[keep]]
+    def lexical_ranking(self, terms: QueryTerms, allowed: np.ndarray, k: int) -> list[int]:
+        if not terms.tokens:
+            return []
+        ids, scores = self.index.bm25.search(terms.tokens, k, allowed=allowed, extra=terms.extra)
+        return [int(i) for i in ids[scores > 0]]
 
     def dense_ranking(self, text: str, allowed: np.ndarray, k: int) -> tuple[list[int], list[float]]:
         qvec = self.query_vector(text)
@@ -183,7 +183,7 @@ class Retriever:
             for r, (i, s) in enumerate(ranking.fused[:k], start=1)
         ]
         signals = self.signals(normalized.text, ranking, allowed)
-        model = confidence_model.model_for(self.index.embedder_id)
+        model = self.confidence_model
         confidence = model.confidence(signals) if signals is not None else 0.0
         threshold = self.threshold if self.threshold is not None else model.threshold(mode)
         abstained = not hits or confidence < threshold
@@ -193,12 +193,12 @@ class Retriever:
              mode: str = "hybrid") -> Ranking:
         """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
         text = normalized.text
-        lex_ids, lex_scores = ([], []) if mode == "dense" else self.lexical_ranking(text, allowed, depth,
-                                                                                    normalized.context)
+        terms = QueryTerms.of(normalized)
+        lex_ids = [] if mode == "dense" else self.lexical_ranking(terms, allowed, depth)
         dense_ids, dense_scores = ([], []) if mode == "lexical" else self.dense_ranking(text, allowed, depth)
         fused = reciprocal_rank_fusion([lex_ids, dense_ids], k=RRF_K, weights=[LEXICAL_WEIGHT, 1.0])
         fused = boost(fused, self.framework_factors(normalized.frameworks, [i for i, _ in fused]))
-        return Ranking(self.one_per_section(fused), lex_ids, lex_scores, dense_ids, dense_scores)
+        return Ranking(self.one_per_section(fused), terms, lex_ids, dense_ids, dense_scores)
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """Keep the best-scoring part of each section: a long section split into
@@ -234,11 +234,11 @@ class Retriever:
         margin = dense_scores[0] - dense_scores[1] if len(dense_scores) > 1 else 0.0
 
         bm25 = self.index.bm25
-        tokens, words = query_tokens(text), lexical.tokenize(text)
+        tokens, words = ranking.terms.tokens, ranking.terms.words
         # Known terms only: counting words no document holds against the match was tried and
         # halved the near misses abstained on the dev split (0.32 -> 0.15 at 5 % wrongly abstained).
         best = bm25.upper_bound(tokens)
-        lexical_score = bm25.score(tokens, row)  # the query's own terms: cross-language additions left out
+        lexical_score = bm25.score(tokens, row)  # the query's own terms: weighted extras left out
         e = self.index.entries[row]
         return Signals(
             cosine=float(cosine),
@@ -254,8 +254,8 @@ class Ranking:
     """One query's candidate lists: fused (best first, one per section) and each retriever's."""
 
     fused: list[tuple[int, float]]
+    terms: QueryTerms
     lex_ids: list[int]
-    lex_scores: list[float]
     dense_ids: list[int]
     dense_scores: list[float]
 
@@ -274,6 +274,22 @@ class Ranking:
         return {i: r for r, i in enumerate(self.dense_ids, start=1)}
 
 
-def query_tokens(text: str) -> list[str]:
-    """BM25 terms of a query: its tokens, the glossary's other-language terms, its word pairs."""
-    return glossary.expand(lexical.tokenize(text)) + lexical.phrases(text)
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query's BM25 terms, worked out once per search.
+
+    tokens: its tokens, the glossary's terms for them, its word pairs (weight 1 + ln qtf);
+    words: its plain tokens (for coverage); extra: hint terms with a weight of their own,
+    the Chinese glossary terms of an English query and the words of a traceback's frame.
+    """
+
+    tokens: list[str]
+    words: list[str]
+    extra: dict[str, float]
+
+    @classmethod
+    def of(cls, normalized: NormalizedQuery) -> QueryTerms:
+        words = lexical.tokenize(normalized.text)
+        extra = dict.fromkeys(lexical.tokenize(normalized.context), CONTEXT_WEIGHT)
+        extra.update(dict.fromkeys(glossary.cross_language(words), CROSS_LANGUAGE_WEIGHT))
+        return cls(glossary.expand(words) + lexical.phrases(normalized.text), words, extra)
