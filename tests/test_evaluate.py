@@ -56,6 +56,22 @@ def test_abstention_scores_are_none_when_undefined():
     assert s["wrongly_abstained"] == 0.0
 
 
+def test_abstention_separation_is_threshold_free():
+    # Perfect separation: every unanswerable item is less confident than every answerable one.
+    s = ev.abstention_separation([0.9, 0.8, 0.7], [0.1, 0.2, 0.3, 0.4, 0.5])
+    assert s["abstention_auroc"] == 1.0 and s["wrongly_abstained_at_target"] == 0.0
+    # 80 % of 5 unanswerable = 4, the 4th lowest is 0.75: answerable 0.7 and 0.75 fall at or below it.
+    s = ev.abstention_separation([0.9, 0.75, 0.7, 0.95], [0.1, 0.2, 0.3, 0.75, 0.99])
+    assert s["wrongly_abstained_at_target"] == pytest.approx(2 / 4)
+    # pairs with u < a: 0.9 -> 4, 0.75 -> 3 (+ one tie = 0.5), 0.7 -> 3, 0.95 -> 4; of 20 pairs
+    assert s["abstention_auroc"] == pytest.approx((4 + 3.5 + 3 + 4) / 20)
+
+
+def test_abstention_separation_is_none_without_both_classes():
+    s = ev.abstention_separation([0.5], [])
+    assert s == {"abstention_auroc": None, "wrongly_abstained_at_target": None}
+
+
 # --- matcher ---------------------------------------------------------------------------
 
 

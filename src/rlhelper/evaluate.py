@@ -18,6 +18,11 @@ Conventions (they decide the numbers, so they are written down):
   the ranking. "answered correctly" judges what the user sees (not abstained
   and the top hit is right); abstention precision/recall treat "should
   abstain" (nothing expected) as the positive class, over all items.
+* Abstention is also judged without its threshold: the AUROC of the
+  confidence (answerable vs unanswerable items), and the share of answerable
+  items abstained on if the threshold were moved to abstain on 80 % of the
+  unanswerable ones. A calibration change moves the first two figures; only a
+  better confidence signal moves these.
 * nDCG@10 uses binary gains; a hit only gains when it matches an expected entry
   no earlier hit matched (so the two halves of one long section do not count
   twice), and the ideal DCG has min(distinct expected entries, k) gains.
@@ -52,6 +57,8 @@ KINDS = ("error", "question", "traceback", "unanswerable")
 SPLITS = ("dev", "test")
 # Calibration: at most this share of answerable dev items may be abstained on.
 MAX_WRONGLY_ABSTAINED = 0.05
+# The abstention target (share of unanswerable items abstained on) the trade-off row is read at.
+TARGET_ABSTENTION_RECALL = 0.8
 # Metrics where higher is better; the regression gate watches these.
 GATED_METRICS = ("recall@1", "recall@3", "recall@5", "mrr@10", "ndcg@10", "abstention_precision",
                  "abstention_recall")
@@ -234,6 +241,24 @@ def abstention_scores(abstained: Sequence[bool], should_abstain: Sequence[bool])
     }
 
 
+def abstention_separation(answerable: Sequence[float], unanswerable: Sequence[float],
+                          recall: float = TARGET_ABSTENTION_RECALL) -> dict:
+    """How well the confidence separates the two classes, whatever the threshold.
+
+    auroc: the chance that an unanswerable item gets a lower confidence than an
+    answerable one (ties count half). wrongly_abstained_at_target: the share of
+    answerable items a threshold would abstain on if it were set to abstain on
+    `recall` of the unanswerable ones, the price of meeting the target on this set.
+    """
+    if not answerable or not unanswerable:
+        return {"abstention_auroc": None, "wrongly_abstained_at_target": None}
+    below = sum(sum(1.0 if u < a else 0.5 if u == a else 0.0 for u in unanswerable) for a in answerable)
+    needed = math.ceil(recall * len(unanswerable))  # abstain on at least this many unanswerable items
+    cutoff = sorted(unanswerable)[needed - 1]  # a threshold just above it abstains on them
+    return {"abstention_auroc": below / (len(answerable) * len(unanswerable)),
+            "wrongly_abstained_at_target": sum(1 for a in answerable if a <= cutoff) / len(answerable)}
+
+
 def mean(values: Iterable[float]) -> float | None:
     values = list(values)
     return statistics.fmean(values) if values else None
@@ -296,6 +321,8 @@ def summarize(results: Sequence[ItemResult], mode: str) -> dict:
     metrics["ndcg@10"] = mean(ndcg_at_k(o.gains, r.n_relevant, K) for r, o in zip(answerable, outcomes, strict=True))
     metrics.update(abstention_scores([r.outcomes[mode].abstained for r in results],
                                      [not r.item.answerable for r in results]))
+    metrics.update(abstention_separation([r.outcomes[mode].confidence for r in answerable],
+                                         [r.outcomes[mode].confidence for r in results if not r.item.answerable]))
     metrics["answered_correctly"] = mean(float(_answered_correctly(o)) for o in outcomes)
     # End to end, what the user sees: the right top entry, or an honest "nothing matches".
     metrics["correct"] = mean(float(_answered_correctly(r.outcomes[mode]) if r.item.answerable
@@ -598,7 +625,8 @@ def regressions(current: dict, baseline: dict, tolerance: float = GATE_TOLERANCE
 ROWS = (("recall@1", "Recall@1"), ("recall@3", "Recall@3"), ("recall@5", "Recall@5"), ("mrr@10", "MRR@10"),
         ("ndcg@10", "nDCG@10"), ("answered_correctly", "answered correctly"), ("correct", "correct end to end"),
         ("abstention_precision", "abstention precision"), ("abstention_recall", "abstention recall"),
-        ("wrongly_abstained", "wrongly abstained"))
+        ("wrongly_abstained", "wrongly abstained"), ("abstention_auroc", "abstention AUROC"),
+        ("wrongly_abstained_at_target", f"wrongly abstained at {TARGET_ABSTENTION_RECALL:.0%} recall"))
 BREAKDOWN_TITLES = {"doc": "By document", "lang": "By query language", "kind": "By kind",
                     "crosslingual": "Cross-lingual (query language != expected entry language)"}
 
