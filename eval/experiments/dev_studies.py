@@ -1,0 +1,272 @@
+"""One-off retrieval studies on the eval's dev split (never test): what was tried and not adopted.
+
+    python eval/experiments/dev_studies.py rerank     # learned re-ranker, 5-fold CV x 3 seeds
+    python eval/experiments/dev_studies.py prf        # dense pseudo-relevance feedback (Rocchio)
+    python eval/experiments/dev_studies.py zh-weight  # lower BM25 weight for queries with Chinese
+    python eval/experiments/dev_studies.py minilm     # all-MiniLM-L6-v2 as a third ranking (needs the [st] extra)
+    python eval/experiments/dev_studies.py abstain    # extra abstention signals, leave-one-out
+
+Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
+are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
+internals (Retriever.rank, the BM25 index) as they were when the studies ran; they are a record,
+not an API, and are not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from rlhelper import glossary, lexical
+from rlhelper.api import Helper
+from rlhelper.calibration import answering_rows
+from rlhelper.confidence import fit_logistic
+from rlhelper.evaluate import entry_locations, first_relevant_rank, load_eval_set, relevance_gains
+from rlhelper.fusion import boost, reciprocal_rank_fusion
+from rlhelper.query import normalize_query
+
+ROOT = Path(__file__).resolve().parents[2]
+EVAL_FILE = ROOT / "eval" / "seeds.jsonl"
+
+
+def seeds_helper() -> Helper:
+    """A throwaway index of the seed documents, as `rlhelper eval` builds it."""
+    folder = Path(tempfile.mkdtemp(prefix="rlhelper-study-")) / "index"
+    subprocess.run([sys.executable, "-m", "rlhelper.cli", "ingest", str(ROOT / "ingest" / "seeds"),
+                    "--collection", "seeds", "--index", str(folder)], check=True, stdout=subprocess.DEVNULL)
+    return Helper.load(folder)
+
+
+def dev_items(answerable: bool | None = True):
+    items = load_eval_set(EVAL_FILE, split="dev")
+    return [i for i in items if answerable is None or i.answerable == answerable]
+
+
+def first_hit(entries, rows, item) -> int | None:
+    return first_relevant_rank(relevance_gains([entry_locations(entries[i]) for i in rows[:10]], item.expected))
+
+
+def figures(ranks) -> str:
+    ranks = list(ranks)
+    r1 = np.mean([r == 1 for r in ranks])
+    r3 = np.mean([bool(r and r <= 3) for r in ranks])
+    mrr = np.mean([1 / r if r else 0.0 for r in ranks])
+    return f"R@1 {r1:.3f}  R@3 {r3:.3f}  MRR@10 {mrr:.3f}  (n={len(ranks)})"
+
+
+class Study:
+    """The dev items with each one's shipped ranking, computed once."""
+
+    def __init__(self):
+        self.helper = seeds_helper()
+        self.retriever = self.helper._retriever
+        self.entries = self.helper.entries
+        self.allowed = self.retriever.allowed_mask()
+        self.items = []
+        for item in dev_items():
+            normalized = normalize_query(item.query)
+            self.items.append((item, normalized, self.retriever.rank(normalized, self.allowed)))
+
+    def fuse(self, normalized, lexical_ids, dense_ids, extra=(), lexical_weight=3.0, extra_weight=1.0):
+        rankings = [lexical_ids, dense_ids, *extra]
+        weights = [lexical_weight, 1.0, *([extra_weight] * len(extra))]
+        fused = reciprocal_rank_fusion(rankings, k=10, weights=weights)
+        fused = boost(fused, self.retriever.framework_factors(normalized.frameworks, [i for i, _ in fused]))
+        return [i for i, _ in self.retriever.one_per_section(fused)]
+
+    def shipped(self) -> str:
+        return figures(first_hit(self.entries, [i for i, _ in rk.fused], it) for it, _, rk in self.items)
+
+
+# --- studies --------------------------------------------------------------------------
+
+
+def candidate_features(study: Study, normalized, ranking, depth: int = 20) -> list[tuple[dict, int]]:
+    """Features of the top `depth` fused candidates: what a learned re-ranker could use."""
+    r, bm25 = study.retriever, study.helper.index.bm25
+    query = r.query_vector(normalized.text)
+    cand = ranking.fused[:depth]
+    upper = bm25.upper_bound(ranking.terms.tokens) or 1.0
+    boosts = r.framework_factors(normalized.frameworks, [i for i, _ in cand])
+    cosines = [float(study.helper.index.vector(i) @ query) for i, _ in cand]
+    out = []
+    for position, ((row, score), cosine) in enumerate(zip(cand, cosines, strict=True)):
+        e = study.entries[row]
+        tokens = set(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))
+        heading_tokens = set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))
+        lr, dr = ranking.lexical_rank(row), ranking.dense_rank(row)
+        out.append(({
+            "inv_fused": 1 / (position + 1), "rrf": score, "inv_lexical": 1 / lr if lr else 0.0,
+            "inv_dense": 1 / dr if dr else 0.0, "bm25": bm25.score(ranking.terms.tokens, row) / upper,
+            "cosine": cosine, "cosine_rel": cosine - max(cosines),
+            "coverage": bm25.coverage(ranking.terms.words, tokens),
+            "heading_coverage": bm25.coverage(ranking.terms.words, heading_tokens),
+            "xcoverage": cross_language_coverage(bm25, ranking.terms.words, tokens),
+            "framework": boosts.get(row, 1.0) - 1.0, "log_length": math.log1p(len(tokens)),
+        }, row))
+    return out
+
+
+def cross_language_coverage(bm25, words, entry_tokens) -> float:
+    """Coverage where a query term also counts as found when the entry holds its glossary translation."""
+    distinct = set(words)
+    covered = {w for w in distinct if w in entry_tokens}
+    for concept, lang in glossary.matches(words):
+        c = glossary.GLOSSARY[concept]
+        same, other = (c.en, c.zh) if lang == "en" else (c.zh, c.en)
+        if any(all(t in entry_tokens for t in lexical.tokenize(s)) for s in other + same):
+            for s in same:
+                tokens = lexical.tokenize(s)
+                if all(t in distinct for t in tokens):
+                    covered.update(tokens)
+    total = sum(bm25.term_weight(t) for t in distinct)
+    return sum(bm25.term_weight(t) for t in covered) / total if total else 0.0
+
+
+def rerank(study: Study) -> None:
+    queries = []
+    for item, normalized, ranking in study.items:
+        cands = candidate_features(study, normalized, ranking)
+        relevant = [bool(relevance_gains([entry_locations(study.entries[row])], item.expected)[0]) for _, row in cands]
+        queries.append((item, cands, relevant))
+    names = list(queries[0][1][0][0])
+
+    def fit(train, l2):
+        wins, losses = [], []
+        for _, cands, relevant in train:
+            pos = [np.array([f[n] for n in names]) for (f, _), rel in zip(cands, relevant, strict=True) if rel][:1]
+            for p in pos:
+                for (f, _), rel in zip(cands, relevant, strict=True):
+                    if not rel:
+                        m = np.array([f[n] for n in names])
+                        wins.append(p - m)
+                        losses.append(m - p)
+        return fit_logistic(np.array(wins), np.array(losses), l2=l2)[0]
+
+    print("shipped fusion:", study.shipped())
+    for l2 in (0.1, 1.0, 10.0):
+        ranks = []
+        for seed in (0, 1, 2):
+            order = np.random.default_rng(seed).permutation(len(queries))
+            for fold in range(5):
+                held = set(order[fold::5].tolist())
+                w = fit([q for i, q in enumerate(queries) if i not in held], l2)
+                for i in held:
+                    item, cands, _ = queries[i]
+                    scored = sorted(cands, key=lambda c: -float(w @ np.array([c[0][n] for n in names])))
+                    ranks.append(first_hit(study.entries, [row for _, row in scored], item))
+        print(f"pairwise logistic re-ranker, l2={l2}, 5-fold CV x 3:", figures(ranks))
+
+
+def prf(study: Study) -> None:
+    vectors = study.helper.index.vectors()
+    print("shipped fusion:", study.shipped())
+    for beta in (0.3, 0.6, 1.0):
+        for top in (1, 3, 5):
+            ranks = []
+            for item, normalized, ranking in study.items:
+                q = study.retriever.query_vector(normalized.text)
+                q = q + beta * vectors[[i for i, _ in ranking.fused[:top]]].mean(0)
+                scores = vectors @ (q / np.linalg.norm(q))
+                scores[~study.allowed] = -np.inf
+                dense = np.argsort(-scores)[:50].tolist()
+                ranks.append(first_hit(study.entries, study.fuse(normalized, ranking.lex_ids, dense), item))
+            print(f"Rocchio beta={beta} over the top {top}:", figures(ranks))
+
+
+def zh_weight(study: Study) -> None:
+    def has_han(text):
+        return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+    for weight in (3.0, 2.0, 1.0, 0.5):
+        ranks = [first_hit(study.entries, study.fuse(n, rk.lex_ids, rk.dense_ids, lexical_weight=weight), it)
+                 for it, n, rk in study.items if has_han(n.text)]
+        print(f"BM25 weight {weight} for queries with Chinese:", figures(ranks))
+
+
+def minilm(study: Study) -> None:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from rlhelper.embed import embed_entries, get_embedder
+
+    model = get_embedder("sentence-transformers:all-MiniLM-L6-v2")
+    vectors = embed_entries(model, study.entries)
+    print("shipped fusion:", study.shipped())
+    for weight in (0.5, 1.0, 1.5, 2.0):
+        ranks = {"en": [], "zh": []}
+        for item, normalized, ranking in study.items:
+            scores = vectors @ model.embed_query(normalized.text)
+            scores[~study.allowed] = -np.inf
+            third = np.argsort(-scores)[:50].tolist()
+            fused = study.fuse(normalized, ranking.lex_ids, ranking.dense_ids, extra=[third], extra_weight=weight)
+            ranks[item.lang].append(first_hit(study.entries, fused, item))
+        print(f"MiniLM third ranking, weight {weight}: all {figures(ranks['en'] + ranks['zh'])}; "
+              f"en {figures(ranks['en'])}; zh {figures(ranks['zh'])}")
+
+
+def abstain(study: Study) -> None:
+    r, bm25 = study.retriever, study.helper.index.bm25
+
+    def signals(item, allowed) -> dict:
+        normalized = normalize_query(item.query)
+        ranking = r.rank(normalized, allowed)
+        s = r.signals(normalized.text, ranking, allowed)
+        row = ranking.fused[0][0]
+        e = study.entries[row]
+        top10 = np.array(ranking.dense_scores[:10])
+        lr, dr = ranking.lexical_rank(row), ranking.dense_rank(row)
+        if len(ranking.lex_ids) > 1:
+            upper = bm25.upper_bound(ranking.terms.tokens) or 1.0
+            first, second = (bm25.score(ranking.terms.tokens, i) for i in ranking.lex_ids[:2])
+            gap = (first - second) / upper
+        else:
+            gap = 0.0
+        return {"cosine": s.cosine, "margin": s.margin, "lexical_match": s.lexical_match, "coverage": s.coverage,
+                "xcoverage": cross_language_coverage(bm25, ranking.terms.words,
+                                                     set(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))),
+                "inv_lexical": 1 / lr if lr else 0.0, "inv_dense": 1 / dr if dr else 0.0,
+                "overlap5": len(set(ranking.lex_ids[:5]) & set(ranking.dense_ids[:5])) / 5,
+                "nqc": float(top10.std() / top10.mean()), "bm25_gap": gap,
+                "cosine_rel": s.cosine - float(top10.mean())}
+
+    positives, near_misses, unanswerable = [], [], []
+    for item in dev_items(answerable=None):
+        if not item.answerable:
+            unanswerable.append(signals(item, study.allowed))
+            continue
+        positives.append(signals(item, study.allowed))
+        near_misses.append(signals(item, study.allowed & ~answering_rows(study.entries, item.expected)))
+
+    def auroc(pos, neg):
+        return np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+
+    for name in positives[0]:
+        pos = [p[name] for p in positives]
+        print(f"{name:14s} AUROC answerable vs unanswerable {auroc(pos, [u[name] for u in unanswerable]):.3f}, "
+              f"vs near misses {auroc(pos, [n[name] for n in near_misses]):.3f}")
+
+    def matrix(rows, names):
+        return np.array([[row[n] for n in names] for row in rows])
+
+    shipped = ["cosine", "margin", "lexical_match", "coverage"]
+    for names in (shipped, shipped + ["xcoverage"], shipped + ["cosine_rel"], shipped + ["bm25_gap"],
+                  shipped + ["inv_dense", "overlap5"], list(positives[0])):
+        pos, near, unans = matrix(positives, names), matrix(near_misses, names), matrix(unanswerable, names)
+        held_out = []
+        for i in range(len(unans)):  # leave one unanswerable item out, fit, threshold at 5 % of answerable
+            w, b = fit_logistic(pos, np.vstack([np.delete(unans, i, axis=0), near]))
+            held_out.append(unans[i] @ w + b < np.quantile(pos @ w + b, 0.05))
+        print(f"{'+'.join(names)}: unanswerable abstained, leave-one-out: {np.mean(held_out):.2f}")
+
+
+STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
+        sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(STUDIES)}}}")
+    STUDIES[sys.argv[1]](Study())
