@@ -1,4 +1,4 @@
-from rlhelper.answer import build_answer, cited_hits, split_labelled_blocks
+from rlhelper.answer import WEAK_MATCH_NOTICE, build_answer, cited_hits, split_labelled_blocks
 from rlhelper.schema import Entry, Hit
 
 
@@ -63,3 +63,19 @@ def test_abstention_has_no_citations_but_keeps_related_hits():
     answer = build_answer("how to bake bread", "how to bake bread", hits, abstained=True)
     assert answer.abstained and not answer.citations and answer.hits == hits
     assert "No matching entry" in answer.text
+
+
+def test_a_weak_answer_still_quotes_and_cites_but_says_it_is_weak():
+    hits = [Hit(1, 0.03, entry("a", BODY))]
+    plain = build_answer("wake_up timed out", "wake_up timed out", hits, abstained=False)
+    weak = build_answer("wake_up timed out", "wake_up timed out", hits, abstained=False, weak=True,
+                        notices=["Pasted log detected"])
+    assert weak.weak_match and not plain.weak_match
+    assert weak.text == plain.text and weak.citations == plain.citations
+    assert weak.notices == ["Pasted log detected", WEAK_MATCH_NOTICE] and plain.notices == []
+    assert weak.to_dict()["weak_match"] is True and plain.to_dict()["weak_match"] is False
+
+
+def test_an_abstained_answer_is_never_a_weak_match():
+    answer = build_answer("bread", "bread", [Hit(1, 0.01, entry("a", BODY))], abstained=True, weak=True)
+    assert answer.abstained and not answer.weak_match and WEAK_MATCH_NOTICE not in answer.notices

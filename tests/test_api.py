@@ -4,6 +4,7 @@ what `import rlhelper` costs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -90,6 +91,25 @@ def test_ask_abstains_when_nothing_answers(helper):
     assert answer.abstained and answer.citations == [] and answer.parts == []
     assert answer.hits  # kept as "related"
     assert answer.text.startswith("No matching entry in the docs")
+
+
+def test_an_exact_error_is_a_plain_answer_not_a_weak_match(wake_up):
+    assert not wake_up.weak_match and not any(n.startswith("Weak match") for n in wake_up.notices)
+
+
+def test_answers_in_the_calibrated_weak_band_are_flagged(seeds_index):
+    helper = Helper.load(seeds_index)
+    retriever = helper._retriever
+    shipped = retriever.confidence_model
+    found = helper.retrieve(WAKE_UP)
+    # A ceiling just above this answer's confidence puts it in the band; just below, not.
+    retriever.confidence_model = dataclasses.replace(shipped, weak_ceilings={"hybrid": found.confidence + 1e-6})
+    answer = helper.ask(WAKE_UP)
+    assert helper.retrieve(WAKE_UP).weak and answer.weak_match and not answer.abstained
+    assert answer.citations[0].heading == WAKE_UP_HEADING and answer.notices[-1].startswith("Weak match")
+    retriever.confidence_model = dataclasses.replace(shipped, weak_ceilings={"hybrid": found.confidence - 1e-6})
+    assert not helper.ask(WAKE_UP).weak_match
+    assert not helper.retrieve(OFF_TOPIC).weak  # abstained: "no match", not "weak match"
 
 
 def test_search_returns_ranked_hits(helper):

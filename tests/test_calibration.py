@@ -42,11 +42,24 @@ def test_calibrate_fits_a_model_that_ranks_answerable_items_higher(seeds_index, 
     assert set(model.thresholds) == {"lexical", "dense", "hybrid"}
     figures = model.notes["dev_figures"]["hybrid"]
     assert figures["wrongly_abstained"] <= 0.05
+    assert set(model.weak_ceilings) == set(model.thresholds)
+    assert all(model.weak_ceilings[m] >= model.thresholds[m] for m in model.thresholds)
     found = calibration.collect(helper, dev_items, "hybrid")
     pos = np.mean([model.confidence(s) for s in found["answerable"]])
     neg = np.mean([model.confidence(s) for s in found["unanswerable"] + found["near_miss"]])
     assert pos > neg
     assert len(found["near_miss"]) == len(found["answerable"]) == 24
+
+
+def test_weak_ceiling_covers_the_share_of_unanswerable_items_and_never_sits_below_the_threshold():
+    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+    ceiling = calibration.weak_ceiling(scores, threshold=0.25, share=0.8)
+    assert ceiling == pytest.approx(0.8)
+    assert sum(s <= ceiling for s in scores) == 8
+    assert calibration.weak_ceiling(scores, threshold=0.85, share=0.8) == pytest.approx(0.85)
+    assert calibration.weak_ceiling([], threshold=0.4) == 0.4
+    # Rounded up to the 6 decimals the file keeps: the item at the ceiling stays inside it.
+    assert calibration.weak_ceiling([0.1234561], threshold=0.0, share=1.0) >= 0.1234561
 
 
 def test_calibration_refuses_test_items(seeds_index):

@@ -170,6 +170,23 @@ def test_json_output_is_exactly_the_documented_schema(full_index):
     assert isinstance(answer["answer"], str) and isinstance(answer["notices"], list)
 
 
+def test_a_weak_match_is_flagged_in_text_and_json(seeds_index, tmp_path):
+    # A user calibration whose weak band reaches the top: every answer is a weak match.
+    shipped = json.loads((SCHEMA_DOC.parent.parent / "src" / "rlhelper" / "data" / "calibration.json").read_text(encoding="utf-8"))
+    model = shipped["models"]["usem3"]
+    model["weak_ceilings"] = {mode: 1.0 for mode in model["thresholds"]}
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps({"models": {"usem3": model}}), encoding="utf-8")
+    env = {"RLHELPER_CALIBRATION_FILE": str(calibration)}
+    done = rlhelper("ask", "--index", str(seeds_index), WAKE_UP, env=env)
+    assert done.returncode == 0, done.stderr
+    assert WAKE_UP_HEADING + " [1]" in done.stdout
+    assert any(line.startswith("note: Weak match:") for line in done.stderr.splitlines())
+    answer = json.loads(rlhelper("ask", "--index", str(seeds_index), "--json", WAKE_UP, env=env).stdout)
+    assert answer["weak_match"] is True and not answer["abstained"]
+    assert json.loads(rlhelper("ask", "--index", str(seeds_index), "--json", WAKE_UP).stdout)["weak_match"] is False
+
+
 def test_search_json_has_the_same_schema(seeds_index):
     schema = documented_schema()
     done = rlhelper("search", "--index", str(seeds_index), "--json", WAKE_UP)

@@ -87,6 +87,24 @@ def test_the_shipped_calibration_is_valid_and_records_how_it_was_fitted():
     assert set(model.thresholds) == {"lexical", "dense", "hybrid"}
     assert all(0.0 < t < 1.0 for t in model.thresholds.values())
     assert "dev" in model.notes["fitted_on"] and "near misses" in model.notes["fitted_on"]
+    # Every mode has a weak-match band above its threshold.
+    assert all(model.thresholds[m] <= model.weak_ceilings[m] < 1.0 for m in model.thresholds)
+
+
+def test_weak_match_band_survives_a_round_trip_and_has_a_closed_top():
+    model = ConfidenceModel(weights=[1.0, 0, 0, 0], bias=0.0, thresholds={"hybrid": 0.3},
+                            weak_ceilings={"hybrid": 0.6, "dense": 0.5})
+    again = ConfidenceModel.from_dict(model.to_dict())
+    assert again.weak_ceilings == {"hybrid": 0.6, "dense": 0.5}
+    assert again.weak(0.6, "hybrid") and not again.weak(0.6000001, "hybrid")
+    assert again.weak(0.55, "lexical")  # a mode without its own ceiling uses hybrid's
+    assert not again.weak(0.55, "dense")
+
+
+def test_a_model_without_weak_ceilings_flags_nothing():
+    data = ConfidenceModel(weights=[1.0, 0, 0, 0], bias=0.0, thresholds={"hybrid": 0.3}).to_dict()
+    del data["weak_ceilings"]  # a calibration file written before the band existed
+    assert not ConfidenceModel.from_dict(data).weak(0.31, "hybrid")
 
 
 def test_the_cosine_floor_vetoes_unless_the_query_names_the_heading():

@@ -39,6 +39,8 @@ _LABEL_LINE = re.compile(r"^\*\*(?P<label>[^*\n]{1,30}?)\s*[:ï¼š]?\s*\*\*\s*[:ï¼
 # Within this fraction of the best fused score, another entry ties and is quoted too.
 TIE_RATIO = 0.99
 MAX_CITED = 2
+WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
+                     "often score as high; check that it fits your case.")
 RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "text": ""}
 
@@ -141,8 +143,10 @@ def build_answer(
     abstained: bool,
     truncated: bool = False,
     notices: list[str] | None = None,
+    weak: bool = False,
 ) -> Answer:
-    """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related"."""
+    """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related".
+    A weak answer (confidence.py: the band above the threshold) says so in a notice."""
     notices = list(notices or [])
     if abstained or not hits:
         text = "No matching entry in the docs for this query."
@@ -155,4 +159,6 @@ def build_answer(
         citations.append(citation_for(hit, number))
         parts.extend(parts_for(hit, number))
     text = render_markdown(parts, citations)
-    return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices)
+    if weak:
+        notices.append(WEAK_MATCH_NOTICE)
+    return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices, weak_match=weak)

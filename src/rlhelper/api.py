@@ -112,6 +112,7 @@ class Helper:
             abstained=result.abstained,
             truncated=result.truncated,
             notices=result.notices,
+            weak=result.weak,
         )
 
     # -- the corpus ------------------------------------------------------------------

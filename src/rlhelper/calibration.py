@@ -10,11 +10,13 @@ fit four weights; the near misses add one per answerable item.
 The model (confidence.py) is fitted on hybrid searches, and its cosine floor
 set just below the least similar answerable dev item. Each mode then gets
 the threshold that abstains on the most negatives while abstaining on at most
-5 % of the answerable dev items. Test items are never used.
+5 % of the answerable dev items, and a weak-match ceiling: the confidence
+that 80 % of the unanswerable dev items do not exceed. Test items are never used.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from .errors import ConfigError, RlhelperError
 from .evaluate import (
     MAX_WRONGLY_ABSTAINED,
     MODES,
+    TARGET_ABSTENTION_RECALL,
     EvalItem,
     choose_threshold,
     entry_locations,
@@ -74,6 +77,17 @@ def collect(helper, items: Sequence[EvalItem], mode: str, collections=None) -> d
     return out
 
 
+def weak_ceiling(unanswerable: Sequence[float], threshold: float,
+                 share: float = TARGET_ABSTENTION_RECALL) -> float:
+    """The confidence at or below which `share` of the unanswerable items fall (never below
+    the abstention threshold): answers up to it are no surer than most unanswerable questions."""
+    if not unanswerable:
+        return threshold
+    needed = math.ceil(share * len(unanswerable))
+    ceiling = max(threshold, sorted(unanswerable)[needed - 1])
+    return math.ceil(ceiling * 1e6) / 1e6  # rounded up: the file keeps 6 decimals, and the item at it counts
+
+
 def _share_below(values: Sequence[float], threshold: float) -> float | None:
     return round(sum(v < threshold for v in values) / len(values), 4) if values else None
 
@@ -100,10 +114,14 @@ def calibrate(helper, items: Sequence[EvalItem], *, collections=None, modes: Seq
         t = choose_threshold(scores["answerable"], scores["unanswerable"] + scores["near_miss"],
                              max_wrongly_abstained)
         model.thresholds[mode] = t
+        model.weak_ceilings[mode] = weak_ceiling(scores["unanswerable"], t)
+        weak = model.weak_ceilings[mode]
         figures[mode] = {
             "wrongly_abstained": _share_below(scores["answerable"], t),
             "unanswerable_abstained": _share_below(scores["unanswerable"], t),
             "near_misses_abstained": _share_below(scores["near_miss"], t),
+            "answerable_flagged_weak": round(sum(t <= v <= weak for v in scores["answerable"])
+                                             / len(scores["answerable"]), 4) if scores["answerable"] else None,
         }
     model.notes = {
         "fitted_on": f"{len(dev)} dev items: {len(hybrid['answerable'])} answerable, "

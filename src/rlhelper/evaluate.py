@@ -23,6 +23,10 @@ Conventions (they decide the numbers, so they are written down):
   items abstained on if the threshold were moved to abstain on 80 % of the
   unanswerable ones. A calibration change moves the first two figures; only a
   better confidence signal moves these.
+* Between "no match" and a plain answer sits the weak match (confidence.py):
+  "unanswerable abstained or weak" is the share of unanswerable items where
+  the user was told nothing matched or that the match is weak; "answerable
+  flagged weak" is what that costs on the answerable ones.
 * nDCG@10 uses binary gains; a hit only gains when it matches an expected entry
   no earlier hit matched (so the two halves of one long section do not count
   twice), and the ideal DCG has min(distinct expected entries, k) gains.
@@ -61,7 +65,7 @@ MAX_WRONGLY_ABSTAINED = 0.05
 TARGET_ABSTENTION_RECALL = 0.8
 # Metrics where higher is better; the regression gate watches these.
 GATED_METRICS = ("recall@1", "recall@3", "recall@5", "mrr@10", "ndcg@10", "abstention_precision",
-                 "abstention_recall")
+                 "abstention_recall", "unanswerable_abstained_or_weak")
 GATE_TOLERANCE = 0.02
 TOP_SHOWN = 3  # hits listed per miss in reports
 
@@ -276,11 +280,13 @@ class Outcome:
     confidence: float
     top: list[dict]  # {"rank", "doc", "heading", "score", "lang", "relevant"} for the top hits
     error: str | None = None  # the query could not be searched (counts as abstained, no hits)
+    weak: bool = False  # answered with a weak-match flag (confidence.py)
 
     def to_dict(self, n_relevant: int) -> dict:
         return {
             "rank": first_relevant_rank(self.gains),
             "abstained": self.abstained,
+            "weak": self.weak,
             "confidence": round(self.confidence, 6),
             "ndcg@10": round(ndcg_at_k(self.gains, n_relevant), 6) if n_relevant else None,
             "top": self.top,
@@ -321,6 +327,10 @@ def summarize(results: Sequence[ItemResult], mode: str) -> dict:
     metrics["ndcg@10"] = mean(ndcg_at_k(o.gains, r.n_relevant, K) for r, o in zip(answerable, outcomes, strict=True))
     metrics.update(abstention_scores([r.outcomes[mode].abstained for r in results],
                                      [not r.item.answerable for r in results]))
+    unanswerable = [r.outcomes[mode] for r in results if not r.item.answerable]
+    # What the user is told: "no match", or an entry flagged as a weak match they should check.
+    metrics["unanswerable_abstained_or_weak"] = mean(float(o.abstained or o.weak) for o in unanswerable)
+    metrics["answerable_weak"] = mean(float(o.weak) for o in outcomes)
     metrics.update(abstention_separation([r.outcomes[mode].confidence for r in answerable],
                                          [r.outcomes[mode].confidence for r in results if not r.item.answerable]))
     metrics["answered_correctly"] = mean(float(_answered_correctly(o)) for o in outcomes)
@@ -452,7 +462,8 @@ def _search(helper, item: EvalItem, *, mode: str, k: int, collections) -> Outcom
         return Outcome(gains=[], abstained=True, confidence=0.0, top=[], error=str(err))
     gains = relevance_gains([entry_locations(h.entry) for h in found.hits], item.expected)
     top = [_hit_summary(h, g) for h, g in zip(found.hits[:k], gains, strict=False)]
-    return Outcome(gains=gains, abstained=bool(found.abstained), confidence=float(found.confidence), top=top)
+    return Outcome(gains=gains, abstained=bool(found.abstained), confidence=float(found.confidence), top=top,
+                   weak=bool(getattr(found, "weak", False)))
 
 
 def _langs_by_location(entries) -> dict[str, list[tuple[str, str]]]:
@@ -625,7 +636,9 @@ def regressions(current: dict, baseline: dict, tolerance: float = GATE_TOLERANCE
 ROWS = (("recall@1", "Recall@1"), ("recall@3", "Recall@3"), ("recall@5", "Recall@5"), ("mrr@10", "MRR@10"),
         ("ndcg@10", "nDCG@10"), ("answered_correctly", "answered correctly"), ("correct", "correct end to end"),
         ("abstention_precision", "abstention precision"), ("abstention_recall", "abstention recall"),
-        ("wrongly_abstained", "wrongly abstained"), ("abstention_auroc", "abstention AUROC"),
+        ("wrongly_abstained", "wrongly abstained"),
+        ("unanswerable_abstained_or_weak", "unanswerable abstained or weak"),
+        ("answerable_weak", "answerable flagged weak"), ("abstention_auroc", "abstention AUROC"),
         ("wrongly_abstained_at_target", f"wrongly abstained at {TARGET_ABSTENTION_RECALL:.0%} recall"))
 BREAKDOWN_TITLES = {"doc": "By document", "lang": "By query language", "kind": "By kind",
                     "crosslingual": "Cross-lingual (query language != expected entry language)"}

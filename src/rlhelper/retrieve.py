@@ -71,6 +71,7 @@ class Retrieval:
     mode: str
     notices: list[str] = field(default_factory=list)
     signals: Signals | None = None
+    weak: bool = False  # answered, in the confidence band where most unanswerable questions also land
 
     @property
     def normalized_query(self) -> str:
@@ -187,7 +188,9 @@ class Retriever:
         confidence = model.confidence(signals) if signals is not None else 0.0
         threshold = self.threshold if self.threshold is not None else model.threshold(mode)
         abstained = not hits or confidence < threshold
-        return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals)
+        weak = not abstained and model.weak(confidence, mode)
+        return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals,
+                         weak)
 
     def rank(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
              mode: str = "hybrid") -> Ranking:

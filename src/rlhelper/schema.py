@@ -164,6 +164,7 @@ class Answer:
     citations: list[Citation]
     hits: list[Hit]
     notices: list[str] = field(default_factory=list)
+    weak_match: bool = False  # answered, but no surer than most questions the docs do not answer
 
     def to_dict(self) -> dict:
         return {
@@ -171,6 +172,7 @@ class Answer:
             "normalized_query": self.normalized_query,
             "truncated": self.truncated,
             "abstained": self.abstained,
+            "weak_match": self.weak_match,
             "answer": self.text,
             "parts": [p.to_dict() for p in self.parts],
             "citations": [c.to_dict() for c in self.citations],
