@@ -7,6 +7,7 @@ Optional, for Chinese text in the screenshot: apt-get install -y fonts-wqy-micro
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sqlite3
@@ -168,6 +169,21 @@ def test_example_prompt_in_chinese(page, seeds_url):
     page.locator("button.example", has_text="显存不足").click()
     page.locator(".rl-answer .rl-sources, .rl-answer .rl-abstain").last.wait_for()
     assert "显存不足" in page.locator("#rl-chat").inner_text()
+
+
+def test_a_weak_match_is_quoted_with_its_notice(page, seeds_index, tmp_path):
+    helper = Helper.load(index=seeds_index)
+    retriever = helper._retriever  # a weak band that reaches the top: every answer is a weak match
+    retriever.confidence_model = dataclasses.replace(retriever.confidence_model, weak_ceilings={"hybrid": 1.0})
+    app, url = web.start(helper, port=loadtest.free_port(), feedback_db=tmp_path / "f.sqlite3")
+    try:
+        page.goto(url)
+        ask(page, "RuntimeError: wake_up timed out after 60s")
+        answer = page.locator(".rl-answer").last
+        assert "Weak match:" in answer.locator(".rl-notices").inner_text()
+        assert "wake_up timed out after Xs" in answer.locator(".rl-sources").first.inner_text()
+    finally:
+        app.close()
 
 
 def test_empty_question_shows_a_message(page, seeds_url):
