@@ -160,7 +160,7 @@ class FakeHelper:
         if mode == "lexical" and query == "显存不足":  # lexical cannot cross languages
             ranked = [OTHER]
         hits = [Hit(rank=i, score=1 / i, entry=e) for i, e in enumerate(ranked[:k], start=1)]
-        return SimpleNamespace(hits=hits, abstained=abstained, confidence=confidence)
+        return SimpleNamespace(hits=hits, abstained=abstained, confidence=confidence, weak=False)
 
 
 @pytest.fixture

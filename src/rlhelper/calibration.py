@@ -34,6 +34,7 @@ from .evaluate import (
     eval_index,
     load_eval_set,
     relevance_gains,
+    share_ceiling,
 )
 from .query import normalize_query
 
@@ -83,8 +84,7 @@ def weak_ceiling(unanswerable: Sequence[float], threshold: float,
     the abstention threshold): answers up to it are no surer than most unanswerable questions."""
     if not unanswerable:
         return threshold
-    needed = math.ceil(share * len(unanswerable))
-    ceiling = max(threshold, sorted(unanswerable)[needed - 1])
+    ceiling = max(threshold, share_ceiling(unanswerable, share))
     return math.ceil(ceiling * 1e6) / 1e6  # rounded up: the file keeps 6 decimals, and the item at it counts
 
 
@@ -114,8 +114,7 @@ def calibrate(helper, items: Sequence[EvalItem], *, collections=None, modes: Seq
         t = choose_threshold(scores["answerable"], scores["unanswerable"] + scores["near_miss"],
                              max_wrongly_abstained)
         model.thresholds[mode] = t
-        model.weak_ceilings[mode] = weak_ceiling(scores["unanswerable"], t)
-        weak = model.weak_ceilings[mode]
+        weak = model.weak_ceilings[mode] = weak_ceiling(scores["unanswerable"], t)
         figures[mode] = {
             "wrongly_abstained": _share_below(scores["answerable"], t),
             "unanswerable_abstained": _share_below(scores["unanswerable"], t),

@@ -245,6 +245,11 @@ def abstention_scores(abstained: Sequence[bool], should_abstain: Sequence[bool])
     }
 
 
+def share_ceiling(scores: Sequence[float], share: float) -> float:
+    """The lowest score at or below which at least `share` of `scores` fall (scores must be non-empty)."""
+    return sorted(scores)[math.ceil(share * len(scores)) - 1]
+
+
 def abstention_separation(answerable: Sequence[float], unanswerable: Sequence[float],
                           recall: float = TARGET_ABSTENTION_RECALL) -> dict:
     """How well the confidence separates the two classes, whatever the threshold.
@@ -257,8 +262,7 @@ def abstention_separation(answerable: Sequence[float], unanswerable: Sequence[fl
     if not answerable or not unanswerable:
         return {"abstention_auroc": None, "wrongly_abstained_at_target": None}
     below = sum(sum(1.0 if u < a else 0.5 if u == a else 0.0 for u in unanswerable) for a in answerable)
-    needed = math.ceil(recall * len(unanswerable))  # abstain on at least this many unanswerable items
-    cutoff = sorted(unanswerable)[needed - 1]  # a threshold just above it abstains on them
+    cutoff = share_ceiling(unanswerable, recall)  # a threshold just above it abstains on `recall` of them
     return {"abstention_auroc": below / (len(answerable) * len(unanswerable)),
             "wrongly_abstained_at_target": sum(1 for a in answerable if a <= cutoff) / len(answerable)}
 
@@ -331,8 +335,7 @@ def summarize(results: Sequence[ItemResult], mode: str) -> dict:
     # What the user is told: "no match", or an entry flagged as a weak match they should check.
     metrics["unanswerable_abstained_or_weak"] = mean(float(o.abstained or o.weak) for o in unanswerable)
     metrics["answerable_weak"] = mean(float(o.weak) for o in outcomes)
-    metrics.update(abstention_separation([r.outcomes[mode].confidence for r in answerable],
-                                         [r.outcomes[mode].confidence for r in results if not r.item.answerable]))
+    metrics.update(abstention_separation([o.confidence for o in outcomes], [o.confidence for o in unanswerable]))
     metrics["answered_correctly"] = mean(float(_answered_correctly(o)) for o in outcomes)
     # End to end, what the user sees: the right top entry, or an honest "nothing matches".
     metrics["correct"] = mean(float(_answered_correctly(r.outcomes[mode]) if r.item.answerable
@@ -463,7 +466,7 @@ def _search(helper, item: EvalItem, *, mode: str, k: int, collections) -> Outcom
     gains = relevance_gains([entry_locations(h.entry) for h in found.hits], item.expected)
     top = [_hit_summary(h, g) for h, g in zip(found.hits[:k], gains, strict=False)]
     return Outcome(gains=gains, abstained=bool(found.abstained), confidence=float(found.confidence), top=top,
-                   weak=bool(getattr(found, "weak", False)))
+                   weak=bool(found.weak))
 
 
 def _langs_by_location(entries) -> dict[str, list[tuple[str, str]]]:
