@@ -1,4 +1,10 @@
-from rlhelper.answer import WEAK_MATCH_NOTICE, build_answer, cited_hits, split_labelled_blocks
+from rlhelper.answer import (
+    WEAK_MATCH_NOTICE,
+    build_answer,
+    cited_hits,
+    framework_notice,
+    split_labelled_blocks,
+)
 from rlhelper.schema import Entry, Hit
 
 
@@ -79,3 +85,32 @@ def test_a_weak_answer_still_quotes_and_cites_but_says_it_is_weak():
 def test_an_abstained_answer_is_never_a_weak_match():
     answer = build_answer("bread", "bread", [Hit(1, 0.01, entry("a", BODY))], abstained=True, weak=True)
     assert answer.abstained and not answer.weak_match and WEAK_MATCH_NOTICE not in answer.notices
+
+
+def test_an_answer_from_another_framework_than_the_named_one_says_so():
+    skyrl_entry = entry("a", BODY)  # framework skyrl
+    notice = framework_notice({"verl": 0.8, "vllm": 0.8}, skyrl_entry, ["skyrl", "verl"])
+    assert notice.startswith("You mention verl, but no verl entry matched") and "SkyRL's docs" in notice
+    answer = build_answer("wake_up timed out in verl", "wake_up timed out in verl", [Hit(1, 0.03, skyrl_entry)],
+                          abstained=False, weak=True, named_frameworks={"verl": 0.8}, indexed_frameworks=["skyrl", "verl"])
+    assert answer.notices == [notice, WEAK_MATCH_NOTICE]
+
+
+def test_no_framework_notice_when_it_is_not_a_mismatch():
+    skyrl_entry = entry("a", BODY)
+    indexed = ["skyrl", "verl"]
+    assert framework_notice({}, skyrl_entry, indexed) is None  # nothing named
+    assert framework_notice({"skyrl": 0.8}, skyrl_entry, indexed) is None  # the named one
+    assert framework_notice({"sglang": 0.9}, skyrl_entry, indexed) is None  # an engine, not a framework
+    assert framework_notice({"verl": 0.3}, skyrl_entry, indexed) is None  # a faint hint (a config key shape)
+    assert framework_notice({"verl": 0.8, "slime": 0.6}, skyrl_entry, indexed) is None  # two named: a comparison
+    custom = Entry(**{**skyrl_entry.to_dict(), "framework": "mydocs"})
+    assert framework_notice({"verl": 0.8}, custom, indexed) is None  # a user's own collection: no framework
+    abstained = build_answer("q verl", "q verl", [Hit(1, 0.03, skyrl_entry)], abstained=True,
+                             named_frameworks={"verl": 0.8}, indexed_frameworks=indexed)
+    assert abstained.notices == []  # nothing quoted, nothing to warn about
+
+
+def test_the_framework_notice_says_when_the_index_has_none_of_its_docs():
+    notice = framework_notice({"rlinf": 0.8}, entry("a", BODY), ["skyrl"])
+    assert "this index holds no RLinf docs" in notice and "may not apply to RLinf" in notice

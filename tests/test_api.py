@@ -112,6 +112,15 @@ def test_answers_in_the_calibrated_weak_band_are_flagged(seeds_index):
     assert not helper.retrieve(OFF_TOPIC).weak  # abstained: "no match", not "weak match"
 
 
+def test_an_answer_from_another_framework_than_the_named_one_carries_a_notice(helper):
+    # The seeds document wake_up timeouts for SkyRL only; a verl user still gets that entry, told whose it is.
+    answer = helper.ask("verl: RuntimeError: wake_up timed out after 60s")
+    assert not answer.abstained and answer.citations[0].heading == WAKE_UP_HEADING
+    assert any(n.startswith("You mention verl") and "SkyRL's docs" in n for n in answer.notices)
+    assert not any(n.startswith("You mention") for n in helper.ask(WAKE_UP).notices)
+    assert not any(n.startswith("You mention") for n in helper.ask("skyrl " + WAKE_UP).notices)
+
+
 def test_search_returns_ranked_hits(helper):
     hits = helper.search(WAKE_UP, k=3)
     assert [h.rank for h in hits] == [1, 2, 3] and all(isinstance(h, Hit) for h in hits)

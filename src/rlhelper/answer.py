@@ -18,8 +18,9 @@ related entries.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from .schema import Answer, AnswerPart, Citation, Hit, title_trail
+from .schema import Answer, AnswerPart, Citation, Entry, Hit, title_trail
 
 # Label words seen in the shipped docs, grouped by what they introduce.
 # Collected with: grep -ohE '^\*\*[^*]{1,30}[:：]?\*\*[:：]?' ingest/*/*
@@ -43,6 +44,9 @@ WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the d
                      "often score as high; check that it fits your case.")
 RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "text": ""}
+# Training frameworks as their docs spell them; query.detect_frameworks keys them in lower case.
+FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
+NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
 
 
 def split_labelled_blocks(text: str) -> list[tuple[str, str]]:
@@ -111,6 +115,24 @@ def runners_up(answer: Answer) -> list[Hit]:
     return [h for h in answer.hits if h.entry.id not in cited][:RELATED_SHOWN]
 
 
+def framework_notice(named: dict[str, float], quoted: Entry, indexed: Iterable[str]) -> str | None:
+    """A notice when the query names one framework and the quoted entry is another's.
+
+    The docs' fixes are framework specific (config keys, flags, launch scripts), and the
+    ranking lets another framework's entry win when it matches much better than any of the
+    named one's (retrieve.py), so the reader is told whose advice this is.
+    """
+    wanted = [name for name, strength in named.items() if name in FRAMEWORK_NAMES and strength >= NAMED]
+    if len(wanted) != 1 or quoted.framework == wanted[0] or quoted.framework not in FRAMEWORK_NAMES:
+        return None
+    asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
+    if wanted[0] in set(indexed):
+        lead = f"You mention {asked}, but no {asked} entry matched as well as this one, from {found}'s docs"
+    else:
+        lead = f"You mention {asked}, but this index holds no {asked} docs; this entry is from {found}'s docs"
+    return f"{lead}: its settings and flags may not apply to {asked}."
+
+
 def parts_for(hit: Hit, number: int) -> list[AnswerPart]:
     body = _body_without_heading(hit)
     blocks = split_labelled_blocks(body) or [("text", body)]
@@ -144,9 +166,12 @@ def build_answer(
     truncated: bool = False,
     notices: list[str] | None = None,
     weak: bool = False,
+    named_frameworks: dict[str, float] | None = None,
+    indexed_frameworks: Iterable[str] = (),
 ) -> Answer:
     """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related".
-    A weak answer (confidence.py: the band above the threshold) says so in a notice."""
+    A weak answer (confidence.py: the band above the threshold) says so in a notice, and so does
+    an answer from another framework than the one the query names."""
     notices = list(notices or [])
     if abstained or not hits:
         text = "No matching entry in the docs for this query."
@@ -159,6 +184,9 @@ def build_answer(
         citations.append(citation_for(hit, number))
         parts.extend(parts_for(hit, number))
     text = render_markdown(parts, citations)
+    mismatch = framework_notice(named_frameworks or {}, hits[0].entry, indexed_frameworks)
+    if mismatch:
+        notices.append(mismatch)
     if weak:
         notices.append(WEAK_MATCH_NOTICE)
     return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices, weak_match=weak)

@@ -113,6 +113,8 @@ class Helper:
             truncated=result.truncated,
             notices=result.notices,
             weak=result.weak,
+            named_frameworks=result.normalized.frameworks,
+            indexed_frameworks=self.frameworks,
         )
 
     # -- the corpus ------------------------------------------------------------------
