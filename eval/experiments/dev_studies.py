@@ -5,6 +5,11 @@
     python eval/experiments/dev_studies.py zh-weight  # lower BM25 weight for queries with Chinese
     python eval/experiments/dev_studies.py minilm     # all-MiniLM-L6-v2 as a third ranking (needs the [st] extra)
     python eval/experiments/dev_studies.py abstain    # extra abstention signals, leave-one-out
+    python eval/experiments/dev_studies.py sentences  # dense max-sim over an entry's sentences
+    python eval/experiments/dev_studies.py zh-bigram  # Chinese query bigrams at less than full BM25 weight
+    python eval/experiments/dev_studies.py minilm-abstain  # all-MiniLM-L6-v2 cosines as abstention signals
+    python eval/experiments/dev_studies.py framework-fallback  # answer another framework's entry when
+                                                      # the named one's top entry would abstain
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -232,15 +238,9 @@ def abstain(study: Study) -> None:
                 "inv_lexical": 1 / lr if lr else 0.0, "inv_dense": 1 / dr if dr else 0.0,
                 "overlap5": len(set(ranking.lex_ids[:5]) & set(ranking.dense_ids[:5])) / 5,
                 "nqc": float(top10.std() / top10.mean()), "bm25_gap": gap,
-                "cosine_rel": s.cosine - float(top10.mean())}
+                "cosine_rel": s.cosine - float(top10.mean()), "length": s.length}
 
-    positives, near_misses, unanswerable = [], [], []
-    for item in dev_items(answerable=None):
-        if not item.answerable:
-            unanswerable.append(signals(item, study.allowed))
-            continue
-        positives.append(signals(item, study.allowed))
-        near_misses.append(signals(item, study.allowed & ~answering_rows(study.entries, item.expected)))
+    positives, near_misses, unanswerable = _signal_rows(study, signals)
 
     def auroc(pos, neg):
         return np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
@@ -250,21 +250,150 @@ def abstain(study: Study) -> None:
         print(f"{name:14s} AUROC answerable vs unanswerable {auroc(pos, [u[name] for u in unanswerable]):.3f}, "
               f"vs near misses {auroc(pos, [n[name] for n in near_misses]):.3f}")
 
-    def matrix(rows, names):
-        return np.array([[row[n] for n in names] for row in rows])
+    four = ["cosine", "margin", "lexical_match", "coverage"]  # the model before `length` was added
+    shipped = four + ["length"]
+    _leave_one_out((positives, near_misses, unanswerable),
+                   [four, shipped, four + ["xcoverage"], four + ["cosine_rel"], four + ["bm25_gap"],
+                    four + ["inv_dense", "overlap5"], shipped + ["xcoverage"], list(positives[0])])
 
-    shipped = ["cosine", "margin", "lexical_match", "coverage"]
-    for names in (shipped, shipped + ["xcoverage"], shipped + ["cosine_rel"], shipped + ["bm25_gap"],
-                  shipped + ["inv_dense", "overlap5"], list(positives[0])):
-        pos, near, unans = matrix(positives, names), matrix(near_misses, names), matrix(unanswerable, names)
+
+def sentences(study: Study) -> None:
+    """Dense scores from the best-matching sentence (or log line) of each entry, alone and mixed
+    with the shipped entry vector: USE is a sentence encoder, an entry is many sentences."""
+    embedder, entries = study.retriever.embedder, study.entries
+    owners, texts = [], []
+    for row, e in enumerate(entries):
+        for line in e.text.splitlines():
+            for sentence in re.split(r"(?<=[.!?。！？])\s+", line.strip(" -*#>`|")):
+                if len(sentence) >= 8:
+                    owners.append(row)
+                    texts.append(sentence[:300])
+    vectors = np.vstack([embedder.embed_documents(texts[i:i + 64]) for i in range(0, len(texts), 64)])
+    owners = np.array(owners)
+    entry_vectors = study.helper.index.vectors()
+    print(f"{len(texts)} sentences; shipped fusion:", study.shipped())
+    for mix in (0.0, 0.3, 0.5, 1.0):  # share of the best sentence's cosine in the dense score
+        dense_ranks, fused_ranks = [], []
+        for item, normalized, ranking in study.items:
+            q = study.retriever.query_vector(normalized.text)
+            best = np.full(len(entries), -1.0)
+            np.maximum.at(best, owners, vectors @ q)
+            scores = (1 - mix) * (entry_vectors @ q) + mix * best
+            scores[~study.allowed] = -np.inf
+            dense = np.argsort(-scores)[:50].tolist()
+            dense_ranks.append(first_hit(entries, dense, item))
+            fused_ranks.append(first_hit(entries, study.fuse(normalized, ranking.lex_ids, dense), item))
+        print(f"best sentence at {mix}: dense {figures(dense_ranks)}; fused {figures(fused_ranks)}")
+
+
+def zh_bigram(study: Study) -> None:
+    """Overlapping bigrams count a Chinese term several times; try them at less than full weight."""
+    import rlhelper.retrieve as retrieve
+
+    han = re.compile(r"^[\u3400-\u9fff]+$")
+    shipped_terms = retrieve.QueryTerms.of
+    for weight in (1.0, 0.7, 0.5):
+        def weighted(normalized, weight=weight):
+            terms = shipped_terms(normalized)
+            extra = dict(terms.extra)
+            for token in {t for t in terms.tokens if han.match(t)}:
+                extra[token] = weight * (1 + math.log(terms.tokens.count(token)))
+            return retrieve.QueryTerms([t for t in terms.tokens if not han.match(t)], terms.words, extra)
+
+        retrieve.QueryTerms.of = weighted
+        ranks = {"en": [], "zh": []}
+        for item, normalized, _ in study.items:
+            fused = study.retriever.rank(normalized, study.allowed).fused
+            ranks[item.lang].append(first_hit(study.entries, [i for i, _ in fused], item))
+        print(f"Chinese bigrams at weight {weight}: all {figures(ranks['en'] + ranks['zh'])}; zh {figures(ranks['zh'])}")
+    retrieve.QueryTerms.of = shipped_terms
+
+
+def minilm_abstain(study: Study) -> None:
+    """Does a second embedder's opinion of the top entry tell answerable from unanswerable?"""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from rlhelper.embed import embed_entries, get_embedder
+
+    model = get_embedder("sentence-transformers:all-MiniLM-L6-v2")
+    vectors = embed_entries(model, study.entries)
+    r = study.retriever
+
+    def signals(item, allowed) -> dict:
+        normalized = normalize_query(item.query)
+        ranking = r.rank(normalized, allowed)
+        s = r.signals(normalized.text, ranking, allowed)
+        scores = vectors @ model.embed_query(normalized.text)
+        top = np.sort(scores[allowed])[::-1]
+        return {"cosine": s.cosine, "margin": s.margin, "lexical_match": s.lexical_match, "coverage": s.coverage,
+                "length": s.length, "minilm_cosine": float(scores[ranking.fused[0][0]]),
+                "minilm_best": float(top[0]), "minilm_margin": float(top[0] - top[1])}
+
+    shipped = ["cosine", "margin", "lexical_match", "coverage", "length"]
+    _leave_one_out(_signal_rows(study, signals), [shipped, shipped + ["minilm_cosine"],
+                                                  shipped + ["minilm_cosine", "minilm_margin"],
+                                                  shipped + ["minilm_cosine", "minilm_best", "minilm_margin"]])
+
+
+def _signal_rows(study: Study, signals) -> tuple[list[dict], list[dict], list[dict]]:
+    """Signals of the answerable dev items, of the same searched with their answers hidden
+    (near misses), and of the unanswerable ones."""
+    positives, near_misses, unanswerable = [], [], []
+    for item in dev_items(answerable=None):
+        if not item.answerable:
+            unanswerable.append(signals(item, study.allowed))
+            continue
+        positives.append(signals(item, study.allowed))
+        near_misses.append(signals(item, study.allowed & ~answering_rows(study.entries, item.expected)))
+    return positives, near_misses, unanswerable
+
+
+def _leave_one_out(rows, feature_sets) -> None:
+    """Per feature set: leave one unanswerable item out, fit, set the threshold at 5 % of the
+    answerable items abstained, and count the held-out items abstained on."""
+    positives, near_misses, unanswerable = rows
+    for names in feature_sets:
+        pos, near, unans = (np.array([[row[n] for n in names] for row in group])
+                            for group in (positives, near_misses, unanswerable))
         held_out = []
-        for i in range(len(unans)):  # leave one unanswerable item out, fit, threshold at 5 % of answerable
+        for i in range(len(unans)):
             w, b = fit_logistic(pos, np.vstack([np.delete(unans, i, axis=0), near]))
             held_out.append(unans[i] @ w + b < np.quantile(pos @ w + b, 0.05))
         print(f"{'+'.join(names)}: unanswerable abstained, leave-one-out: {np.mean(held_out):.2f}")
 
 
-STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain}
+def framework_fallback(study: Study) -> None:
+    """When the query names a framework and its best entry would abstain, would another
+    framework's entry (the ranking without the framework boost) be the better answer?"""
+    import rlhelper.retrieve as retrieve
+
+    r, model = study.retriever, study.retriever.confidence_model
+    threshold = model.threshold("hybrid")
+
+    def top(item, boost):
+        retrieve.FRAMEWORK_BOOST, shipped_boost = boost, retrieve.FRAMEWORK_BOOST
+        normalized = normalize_query(item.query)
+        ranking = r.rank(normalized, study.allowed)
+        retrieve.FRAMEWORK_BOOST = shipped_boost
+        confidence = model.confidence(r.signals(normalized.text, ranking, study.allowed))
+        rank = first_hit(study.entries, [i for i, _ in ranking.fused], item) if item.answerable else None
+        return normalized, confidence, rank
+
+    switched = {"answerable": [], "unanswerable": []}
+    for item in dev_items(answerable=None):
+        normalized, confidence, rank = top(item, retrieve.FRAMEWORK_BOOST)
+        if not set(normalized.frameworks) & {"verl", "skyrl", "slime", "rlinf"} or confidence >= threshold:
+            continue
+        _, plain_confidence, plain_rank = top(item, 0.0)
+        if plain_confidence >= threshold:
+            switched["answerable" if item.answerable else "unanswerable"].append((item.id, rank, plain_rank))
+    print("items the fallback would answer from another framework (id, rank with boost, rank without):")
+    for kind, rows in switched.items():
+        print(f"  {kind}: {rows}")
+
+
+STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
+           "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
+           "framework-fallback": framework_fallback}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:

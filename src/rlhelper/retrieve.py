@@ -37,6 +37,7 @@ about the top entry.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -248,6 +249,7 @@ class Retriever:
             margin=float(margin),
             lexical_match=float(lexical_score / best) if best > 0 else 0.0,
             coverage=bm25.coverage(words, set(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))),
+            length=math.log1p(len(words)),
             heading_coverage=bm25.coverage(words, set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))),
         )
 
