@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html as html_module
+import inspect
 import re
 from pathlib import Path
 
@@ -93,6 +95,17 @@ def test_fenced_code_is_highlighted_with_language_class_and_copy_button():
     assert '<span class="tok-c"># why</span>' in html
     assert "&#x27;a&lt;b&#x27;" in html
     assert 'class="rl-copy"' in html
+
+
+def test_preformatted_text_keeps_its_indentation_through_gradios_cleandoc():
+    # gr.Chatbot runs inspect.cleandoc on each message, stripping indentation shared by lines 2+.
+    yaml_fix = "1. Increase timeout:\n   ```yaml\n   generator:\n     engine_init_kwargs:\n       wake_timeout: 120\n   ```"
+    traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n    g()\nKeyError: 'a'"
+    for html in (render.markdown_html(yaml_fix), render.user_html(traceback)):
+        assert inspect.cleandoc(html) == html
+    code = re.search(r"<code[^>]*>(.*?)</code>", render.markdown_html(yaml_fix)).group(1)
+    assert html_module.unescape(re.sub(r"<[^>]+>", "", code)) == "generator:\n  engine_init_kwargs:\n    wake_timeout: 120"
+    assert html_module.unescape(render.user_html(traceback)).endswith("    g()\nKeyError: 'a'</pre>")
 
 
 def test_rst_code_block_and_literal_block():

@@ -186,6 +186,18 @@ def test_a_weak_match_is_quoted_with_its_notice(page, seeds_index, tmp_path):
         app.close()
 
 
+def test_quoted_config_and_pasted_traceback_keep_their_indentation(page, seeds_url):
+    # Gradio's Chatbot strips indentation shared by a message's lines 2+ unless render.py guards it.
+    page.goto(seeds_url)
+    ask(page, "RuntimeError: wake_up timed out after 60s")
+    yaml = page.locator(".rl-answer").last.locator("code.language-yaml").first.text_content()
+    assert yaml.startswith("generator:\n  engine_init_kwargs:\n    wake_timeout: 120")
+    ask(page, 'Traceback (most recent call last):\n  File "/x/verl/trainer/main_ppo.py", line 9, in run\n'
+              "    main()\nRuntimeError: wake_up timed out after 60s")
+    pasted = page.locator("#rl-chat .rl-query").last.text_content()
+    assert '\n  File "/x/verl/trainer/main_ppo.py"' in pasted and "\n    main()\n" in pasted
+
+
 def test_empty_question_shows_a_message(page, seeds_url):
     page.goto(seeds_url)
     page.locator("#rl-input textarea").fill("   ")

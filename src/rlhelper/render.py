@@ -104,6 +104,17 @@ def highlight(code: str, lang: str | None) -> str:
     return "".join(out)
 
 
+def preformatted(escaped: str) -> str:
+    """Text for a <pre>, with its line breaks as character references.
+
+    Gradio's Chatbot passes every message through inspect.cleandoc, which strips
+    the indentation that lines 2+ share: a YAML fix quoted in the chat lost two
+    spaces on its nested keys, and so its meaning. One physical line leaves it
+    nothing to strip; the browser still shows (and copies) real line breaks.
+    """
+    return escaped.replace("\r", "").replace("\n", "&#10;")
+
+
 def code_block(code: str, lang: str | None = None) -> str:
     """<pre><code class="language-x"> with highlighting and a copy button (wired by the page's script)."""
     language = code_language(lang)
@@ -111,7 +122,7 @@ def code_block(code: str, lang: str | None = None) -> str:
     label = f'<span class="rl-lang">{esc(language)}</span>' if language else ""
     return (
         f'<div class="rl-code">{label}<button class="rl-copy" type="button" title="Copy to clipboard">Copy</button>'
-        f"<pre><code{klass}>{highlight(code.strip(chr(10)), lang)}</code></pre></div>"
+        f"<pre><code{klass}>{preformatted(highlight(code.strip(chr(10)), lang))}</code></pre></div>"
     )
 
 
@@ -302,7 +313,7 @@ def markdown_html(text: str, refs: dict[int, str | None] | None = None) -> str:
             while i < n and lines[i].strip():
                 body.append(lines[i])
                 i += 1
-            out.append(f"<pre class=\"rl-table\">{esc(chr(10).join(_dedent(body)))}</pre>")
+            out.append(f"<pre class=\"rl-table\">{preformatted(esc(chr(10).join(_dedent(body))))}</pre>")
             continue
 
         m = _LIST.match(line)
@@ -391,7 +402,7 @@ def user_html(query: str) -> str:
         more = f'<div class="rl-muted">… {len(text) - MAX_QUERY_ECHO:,} more characters not shown</div>'
         text = text[:MAX_QUERY_ECHO]
     if "\n" in text.strip():
-        return f'<pre class="rl-query">{esc(text.strip(chr(10)))}</pre>{more}'
+        return f'<pre class="rl-query">{preformatted(esc(text.strip(chr(10))))}</pre>{more}'
     return f"<p>{esc(text)}</p>{more}"
 
 
