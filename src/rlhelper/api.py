@@ -139,6 +139,12 @@ class Helper:
     def langs(self) -> list[str]:
         return sorted({e.lang for e in self.index.entries})
 
+    def info(self):
+        """What the index holds and whether its documents changed since it was built (status.IndexInfo)."""
+        from .status import index_info
+
+        return index_info(self.index.path)
+
     def as_retriever(self, k: int = 4, **filters):
         """A LangChain BaseRetriever whose Documents carry the citation metadata."""
         from .langchain import HelperRetriever

@@ -99,6 +99,18 @@ def ingest(paths, collection, embedder, index, rebuild, quiet):
     )
 
 
+@main.command()
+@click.option("--index", "index", help="Index folder or name (default: index/default).")
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
+def info(index, as_json):
+    """What an index holds (collections, entries, embedder) and whether its documents changed since."""
+    from .api import _resolve_index_path
+    from .status import index_info, render_info
+
+    described = index_info(_resolve_index_path(index))
+    click.echo(json.dumps(described.to_dict(), ensure_ascii=False, indent=2) if as_json else render_info(described))
+
+
 # -- ask / search ---------------------------------------------------------------------
 
 

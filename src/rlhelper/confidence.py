@@ -141,7 +141,7 @@ def user_file() -> Path:
     return Path(config.setting("calibration_file", default=str(config.data_dir() / "calibration.json")))
 
 
-def _models_in(path: Path) -> dict[str, dict]:
+def models_in(path: Path) -> dict[str, dict]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -153,7 +153,7 @@ def _models_in(path: Path) -> dict[str, dict]:
 @lru_cache(maxsize=8)
 def _load(embedder_id: str, user_path: str, user_mtime: float) -> ConfidenceModel:
     for path in (Path(user_path), PACKAGED_FILE):
-        models = _models_in(path)
+        models = models_in(path)
         if embedder_id in models:
             try:
                 return ConfidenceModel.from_dict(models[embedder_id])
@@ -161,7 +161,7 @@ def _load(embedder_id: str, user_path: str, user_mtime: float) -> ConfidenceMode
                 continue  # a damaged entry: fall through to the next file
     # Not calibrated for this embedder: the default embedder's model, since cosines of
     # sentence embedders live on similar scales. `rlhelper eval --calibrate` fixes it.
-    shipped = _models_in(PACKAGED_FILE).get(config.DEFAULT_EMBEDDER)
+    shipped = models_in(PACKAGED_FILE).get(config.DEFAULT_EMBEDDER)
     try:
         return ConfidenceModel.from_dict(shipped) if shipped else FALLBACK
     except (KeyError, TypeError, ValueError):
@@ -181,7 +181,7 @@ def model_for(embedder_id: str) -> ConfidenceModel:
 def save_model(model: ConfidenceModel, path: Path | None = None) -> Path:
     """Add or replace the model of `model.embedder` in a calibration file (atomically)."""
     path = Path(path or user_file())
-    models = _models_in(path)
+    models = models_in(path)
     models[model.embedder] = model.to_dict()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")

@@ -1,0 +1,157 @@
+"""What an index holds and whether it still matches its documents: `rlhelper info`.
+
+    index_info(path)  -> IndexInfo (collections, counts, embedder, abstention model, what is out of date)
+    render_info(info) -> the text `rlhelper info` prints
+
+Answers cite line ranges, so an index older than its documents can point a
+reader at the wrong lines; this is the one place that says so before a
+search does. It reads the manifest and the entries, and re-reads a document
+only when its size or mtime moved since the build (then compares content
+hashes, as ingest would).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import confidence
+from .errors import DocumentError
+
+
+@dataclass
+class CollectionInfo:
+    name: str
+    title: str
+    source: str
+    documents: int
+    entries: int
+
+
+@dataclass
+class IndexInfo:
+    path: str
+    built_at: str
+    built_by: str  # rlhelper version
+    embedder: str
+    dim: int
+    entries: int
+    collections: list[CollectionInfo]
+    frameworks: dict[str, int]
+    languages: dict[str, int]
+    abstention_model: str  # "shipped" or the user's calibration file
+    update_command: str = "`rlhelper ingest`"
+    # What `rlhelper ingest` would change, one line each; empty when the index is up to date.
+    out_of_date: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def index_info(path: Path | str) -> IndexInfo:
+    """Describe the index at `path` (raises the usual IndexError subclasses when it cannot be read)."""
+    from .ingest import find_sources, parser_fingerprint  # parsers and numpy: only for this command
+    from .store import Index, rebuild_hint
+
+    index = Index.load(Path(path))
+    manifest = index.manifest
+    entries = index.entries
+    per_collection = Counter(e.collection for e in entries)
+    collections = [
+        CollectionInfo(name, str(meta.get("title") or name), str(meta.get("source") or ""),
+                       int(meta.get("documents") or 0), per_collection.get(name, 0))
+        for name, meta in manifest.get("collections", {}).items()
+    ]
+    info = IndexInfo(
+        path=str(index.path), built_at=str(manifest.get("built_at", "")),
+        built_by=str(manifest.get("rlhelper_version", "")), embedder=index.embedder_id, dim=index.dim,
+        entries=len(entries), collections=collections,
+        frameworks=dict(Counter(e.framework for e in entries).most_common()),
+        languages=dict(Counter(e.lang for e in entries).most_common()),
+        abstention_model="shipped",
+    )
+    info.abstention_model, note = _abstention_model(index.embedder_id)
+    if note:
+        info.notes.append(note)
+    info.update_command = rebuild_hint(index.path, rebuild=False)
+
+    if index.bm25.stale:
+        info.out_of_date.append(f"built with tokenizer {index.bm25.tokenizer_version}; searches refuse it until "
+                                "it is re-ingested")
+    elif manifest.get("settings", {}).get("parser") != parser_fingerprint():
+        info.out_of_date.append("built by another version of the parser: entries may be cut differently now")
+    recorded = {(d["collection"], d["doc"]): d for d in manifest.get("documents", [])}
+    for c in collections:
+        source = Path(c.source)
+        if not source.is_dir():
+            info.out_of_date.append(f"{c.name}: its folder {c.source} is gone")
+            continue
+        found = find_sources([source], c.name)
+        present = {(d.collection, d.doc): d.path for d in found.docs}
+        for key, file in present.items():
+            if key not in recorded:
+                info.out_of_date.append(f"{c.name}/{key[1]}: new, not indexed yet")
+            elif _changed(file, recorded[key]):
+                info.out_of_date.append(f"{c.name}/{key[1]}: changed since the build (cited lines may be off)")
+        for key in recorded:
+            if key[0] == c.name and key not in present:
+                info.out_of_date.append(f"{c.name}/{key[1]}: indexed, but gone from {c.source}")
+    return info
+
+
+def _changed(file: Path, record: dict) -> bool:
+    try:
+        stat = file.stat()
+    except OSError:
+        return True
+    if stat.st_size == record.get("size") and stat.st_mtime == record.get("mtime"):
+        return False
+    from .entries import read_document
+
+    try:
+        text = read_document(file)
+    except DocumentError:
+        return True
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() != record.get("content_sha256")
+
+
+def _abstention_model(embedder_id: str) -> tuple[str, str | None]:
+    """Which calibration answers for this embedder, and a note when the user's own is passed over."""
+    user = confidence.user_file()
+    own = confidence.models_in(user).get(embedder_id)
+    if own is None:
+        return "shipped", None
+    try:
+        confidence.ConfidenceModel.from_dict(own)
+    except (KeyError, TypeError, ValueError):  # what model_for() passes over, silently
+        return "shipped", (f"{user} holds an abstention model for {embedder_id} fitted with other signals "
+                           f"({', '.join(own.get('features') or [])}); it is not used. Refit it with "
+                           "`rlhelper eval --split dev --calibrate` (and --set FILE for your own questions).")
+    return str(user), None
+
+
+def render_info(info: IndexInfo) -> str:
+    lines = [
+        f"index       {info.path}",
+        f"built       {info.built_at} by rlhelper {info.built_by}",
+        f"embedder    {info.embedder} ({info.dim} dimensions); abstention model: {info.abstention_model}",
+        f"entries     {info.entries}",
+        "collections",
+    ]
+    width = max((len(c.name) for c in info.collections), default=0)
+    for c in info.collections:
+        lines.append(f"  {c.name:<{width}}  {c.documents} documents, {c.entries} entries  {c.title}")
+        lines.append(f"  {'':<{width}}  from {c.source}")
+    lines.append("frameworks  " + ", ".join(f"{name} {n}" for name, n in info.frameworks.items()))
+    lines.append("languages   " + ", ".join(f"{name} {n}" for name, n in info.languages.items()))
+    if info.out_of_date:
+        lines.append(f"status      out of date ({len(info.out_of_date)}); {info.update_command} updates it:")
+        lines += [f"  - {reason}" for reason in info.out_of_date]
+    else:
+        lines.append("status      up to date with its documents")
+    lines += [f"note: {note}" for note in info.notes]
+    return "\n".join(lines)
+
