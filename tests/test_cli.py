@@ -433,6 +433,29 @@ def test_info_of_a_missing_index_is_one_line(tmp_path):
     assert "No index at" in message and "rlhelper ingest" in message
 
 
+def test_votes_exported_as_an_eval_set_are_measured_by_rlhelper_eval(seeds_index, tmp_path):
+    from rlhelper import Helper
+    from rlhelper.feedback import FeedbackStore
+
+    helper, store = Helper.load(seeds_index), FeedbackStore()  # the default file of the isolated home
+    for query in (WAKE_UP, "reward_spec field is required", OFF_TOPIC):
+        answer = helper.ask(query)
+        store.record(query, answer.text, [c.entry_id for c in answer.citations], 1)
+    store.record("oom", "a wrong fix", [helper.ask("oom").hits[0].entry.id], -1)
+
+    out = tmp_path / "mine.jsonl"
+    done = rlhelper("feedback", "export", "--as-eval", "--index", str(seeds_index), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "3 eval items exported (left out: 1 thumbs down)" in done.stderr
+    items = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [i["kind"] for i in items] == ["question", "question", "unanswerable"]
+
+    measured = rlhelper("eval", "--set", str(out), "--index", str(seeds_index), "--json", "--report", str(tmp_path))
+    assert measured.returncode == 0, measured.stderr
+    hybrid = json.loads(measured.stdout)["metrics"]["hybrid"]
+    assert hybrid["n"] == 3 and hybrid["recall@1"] == 1.0  # the voted answers are what the index answers
+
+
 # -- --llm against a real OpenAI-compatible server ------------------------------------------------------
 
 GROUNDED = "Raise `wake_timeout: 120` under `generator.engine_init_kwargs` [1]; check GPU memory with nvidia-smi [1]."

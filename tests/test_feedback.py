@@ -86,3 +86,24 @@ def test_concurrent_writers(tmp_path):
     for t in threads:
         t.join()
     assert len(store.rows()) == 80
+
+
+def test_votes_become_eval_items_and_thumbs_down_is_left_out(tmp_path):
+    store = FeedbackStore(tmp_path / "f.sqlite3")
+    store.record("wake_up timed out", "Raise wake_timeout [1]", ["e1"], 1)
+    store.record("how do I bake bread", "No matching entry in the docs for this query.", [], 1)
+    store.record("oom in rollout", "wrong fix [1]", ["e1"], -1)
+    store.record("Traceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'a'", "[1]", ["e2"], 1)
+    store.record("权重同步超时", "[1]", ["gone"], 1)
+    places = {"e1": ("seeds/000.txt", "Error: wake_up timed out"), "e2": ("seeds/003.txt", "KeyError")}
+    items, left_out = feedback.eval_items(store.rows(), places.get, lambda q: q.startswith("Traceback"))
+    assert [(i["query"][:9], i["kind"], i["expected"]) for i in items] == [
+        ("wake_up t", "question", [{"doc": "seeds/000.txt", "heading": "Error: wake_up timed out"}]),
+        ("how do I ", "unanswerable", []),
+        ("Traceback", "traceback", [{"doc": "seeds/003.txt", "heading": "KeyError"}]),
+    ]
+    assert left_out == {"thumbs down": 1, "cited entry no longer indexed": 1}
+    assert {i["split"] for i in items} <= {"dev", "test"} and [i["id"] for i in items] == [
+        "feedback-1", "feedback-2", "feedback-4"]
+    again, _ = feedback.eval_items(store.rows(), places.get, lambda q: False)
+    assert [i["split"] for i in again] == [i["split"] for i in items]  # the split is fixed, not random

@@ -343,12 +343,32 @@ def feedback():
 
 @feedback.command("export")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default stdout).")
-def feedback_export(output):
+@click.option("--as-eval", is_flag=True,
+              help="Write an eval set instead (thumbs-up answers: their cited sections are expected), for `rlhelper eval --set`.")
+@click.option("--index", "index", help="With --as-eval: the index whose entries the votes cited (default: index/default).")
+def feedback_export(output, as_eval, index):
     """Write all feedback as JSON Lines."""
-    from .feedback import export
+    from .feedback import FeedbackStore, eval_items, export, write_lines
 
-    count = export(output or sys.stdout)
-    click.echo(f"{count} feedback rows exported", err=True)
+    if not as_eval:
+        count = export(output or sys.stdout)
+        click.echo(f"{count} feedback rows exported", err=True)
+        return
+    from .query import normalize_query
+
+    entries = {e.id: e for e in _load_helper(index).entries}
+
+    def locate(entry_id):
+        e = entries.get(entry_id)
+        return (f"{e.collection}/{e.doc}", e.heading) if e else None
+
+    items, left_out = eval_items(FeedbackStore().rows(), locate, lambda q: normalize_query(q).is_log)
+    write_lines(items, output or sys.stdout)
+    skipped = ", ".join(f"{n} {why}" for why, n in left_out.items() if n)
+    from .api import _resolve_index_path
+
+    click.echo(f"{len(items)} eval items exported" + (f" (left out: {skipped})" if skipped else "")
+               + f"; measure with `rlhelper eval --set FILE --index {_resolve_index_path(index)}`", err=True)
 
 
 if __name__ == "__main__":

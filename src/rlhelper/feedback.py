@@ -3,7 +3,9 @@
 One row per voted answer: time (UTC, ISO 8601), query, answer (Markdown),
 cited entry ids (JSON list), vote (+1/-1) and an optional comment. Re-voting
 the same answer changes its row; un-voting deletes it. `export` writes the
-rows as JSON Lines for `rlhelper feedback export`.
+rows as JSON Lines for `rlhelper feedback export`; `eval_items` turns them
+into an eval set (`rlhelper feedback export --as-eval`), so the questions
+users really ask can measure retrieval and refit abstention.
 
 Each call opens its own connection: the web server calls in from many threads,
 and SQLite connections must not be shared between threads.
@@ -11,9 +13,12 @@ and SQLite connections must not be shared between threads.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import sqlite3
 import sys
+from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,7 +120,49 @@ def export(target: str | Path | IO[str] | None = None, *, db: str | Path | None 
     `target` is a path, an open text stream, or None / "-" for stdout.
     """
     rows = FeedbackStore(db).rows()
-    lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    write_lines(rows, target)
+    return len(rows)
+
+
+_HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def eval_items(rows: list[dict], locate: Callable[[str], tuple[str, str] | None],
+               is_log: Callable[[str], bool]) -> tuple[list[dict], dict[str, int]]:
+    """Voted answers as eval items (evaluate.load_eval_set's format), and what was left out.
+
+    A thumbs-up on an answer: its cited entries are the expected sections. A thumbs-up on
+    "no matching entry": the docs do not answer it (expected []). A thumbs-down says only
+    that the answer was wrong, not which section is right, so it is left out. `locate(id)`
+    gives a cited entry's (collection/doc, heading) in the current index, or None when the
+    index no longer holds it (re-ingested docs). The split is a fixed hash of the row id,
+    about half dev (tune on it) and half test (report on it).
+    """
+    items, left_out = [], {"thumbs down": 0, "cited entry no longer indexed": 0}
+    for row in rows:
+        if row["vote"] < 0:
+            left_out["thumbs down"] += 1
+            continue
+        places = [locate(entry_id) for entry_id in row["cited_entry_ids"]]
+        if any(place is None for place in places):
+            left_out["cited entry no longer indexed"] += 1
+            continue
+        item_id = f"feedback-{row['id']}"
+        query = row["query"]
+        items.append({
+            "id": item_id,
+            "split": "dev" if hashlib.sha256(item_id.encode()).digest()[0] % 2 == 0 else "test",
+            "query": query,
+            "kind": ("traceback" if is_log(query) else "question") if places else "unanswerable",
+            "lang": "zh" if _HAN.search(query) else "en",
+            "expected": [{"doc": doc, "heading": heading} for doc, heading in places],
+        })
+    return items, left_out
+
+
+def write_lines(records: list[dict], target: str | Path | IO[str] | None) -> None:
+    """JSON Lines to a path, an open text stream, or stdout (None or "-")."""
+    lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     if target is None or str(target) == "-":
         sys.stdout.write(lines)
     elif hasattr(target, "write"):
@@ -124,4 +171,3 @@ def export(target: str | Path | IO[str] | None = None, *, db: str | Path | None 
         path = Path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(lines, encoding="utf-8")
-    return len(rows)
