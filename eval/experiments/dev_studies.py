@@ -10,6 +10,7 @@
     python eval/experiments/dev_studies.py minilm-abstain  # all-MiniLM-L6-v2 cosines as abstention signals
     python eval/experiments/dev_studies.py framework-fallback  # answer another framework's entry when
                                                       # the named one's top entry would abstain
+    python eval/experiments/dev_studies.py query-shape  # BM25 weight by query shape (error line vs question)
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -391,9 +392,27 @@ def framework_fallback(study: Study) -> None:
         print(f"  {kind}: {rows}")
 
 
+def query_shape(study: Study) -> None:
+    """Error lines are matched by their words, questions by their meaning: weigh BM25 by the
+    query's shape (a log, or an exception line that asks nothing) instead of one weight for all."""
+    from rlhelper import query
+
+    asks = re.compile(r"(?i)\b(how|what|why|which|where|when|should|can|could|does|do i)\b|[?？]|怎么|如何|为什么|吗")
+
+    def error_like(normalized) -> bool:
+        return normalized.is_log or (bool(query._EXCEPTION.search(normalized.text)) and not asks.search(normalized.text))
+
+    for error_weight in (3.0, 4.0, 5.0, 8.0):
+        for question_weight in (2.0, 3.0):
+            ranks = [first_hit(study.entries, study.fuse(n, rk.lex_ids, rk.dense_ids,
+                                                         lexical_weight=error_weight if error_like(n) else question_weight), it)
+                     for it, n, rk in study.items]
+            print(f"BM25 weight {error_weight} for error lines, {question_weight} for questions:", figures(ranks))
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
-           "framework-fallback": framework_fallback}
+           "framework-fallback": framework_fallback, "query-shape": query_shape}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
