@@ -52,54 +52,53 @@ class IndexInfo:
 
 
 def index_info(path: Path | str) -> IndexInfo:
-    """Describe the index at `path` (raises the usual IndexError subclasses when it cannot be read)."""
-    from .ingest import find_sources, parser_fingerprint  # parsers and numpy: only for this command
-    from .store import Index, rebuild_hint
+    """Describe the index at `path` (IndexMissingError, IndexCorruptError ... when it cannot be read)."""
+    from .store import Index, rebuild_hint  # numpy and FAISS: only for this command
 
     index = Index.load(Path(path))
-    manifest = index.manifest
-    entries = index.entries
+    manifest, entries = index.manifest, index.entries
     per_collection = Counter(e.collection for e in entries)
     collections = [
         CollectionInfo(name, str(meta.get("title") or name), str(meta.get("source") or ""),
                        int(meta.get("documents") or 0), per_collection.get(name, 0))
         for name, meta in manifest.get("collections", {}).items()
     ]
-    info = IndexInfo(
+    abstention_model, note = _abstention_model(index.embedder_id)
+    return IndexInfo(
         path=str(index.path), built_at=str(manifest.get("built_at", "")),
         built_by=str(manifest.get("rlhelper_version", "")), embedder=index.embedder_id, dim=index.dim,
         entries=len(entries), collections=collections,
         frameworks=dict(Counter(e.framework for e in entries).most_common()),
         languages=dict(Counter(e.lang for e in entries).most_common()),
-        abstention_model="shipped",
+        abstention_model=abstention_model, update_command=rebuild_hint(index.path, rebuild=False),
+        out_of_date=_out_of_date(index, collections), notes=[note] if note else [],
     )
-    info.abstention_model, note = _abstention_model(index.embedder_id)
-    if note:
-        info.notes.append(note)
-    info.update_command = rebuild_hint(index.path, rebuild=False)
 
+
+def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
+    """What an ingest of the index's own folders would change, one line each."""
+    from .ingest import find_sources, parser_fingerprint
+
+    reasons = []
     if index.bm25.stale:
-        info.out_of_date.append(f"built with tokenizer {index.bm25.tokenizer_version}; searches refuse it until "
-                                "it is re-ingested")
-    elif manifest.get("settings", {}).get("parser") != parser_fingerprint():
-        info.out_of_date.append("built by another version of the parser: entries may be cut differently now")
-    recorded = {(d["collection"], d["doc"]): d for d in manifest.get("documents", [])}
+        reasons.append(f"built with tokenizer {index.bm25.tokenizer_version}; searches refuse it until it is "
+                       "re-ingested")
+    elif index.manifest.get("settings", {}).get("parser") != parser_fingerprint():
+        reasons.append("built by another version of the parser: entries may be cut differently now")
+    recorded = {(d["collection"], d["doc"]): d for d in index.manifest.get("documents", [])}
     for c in collections:
-        source = Path(c.source)
-        if not source.is_dir():
-            info.out_of_date.append(f"{c.name}: its folder {c.source} is gone")
+        if not Path(c.source).is_dir():
+            reasons.append(f"{c.name}: its folder {c.source} is gone")
             continue
-        found = find_sources([source], c.name)
-        present = {(d.collection, d.doc): d.path for d in found.docs}
+        present = {(d.collection, d.doc): d.path for d in find_sources([Path(c.source)], c.name).docs}
         for key, file in present.items():
             if key not in recorded:
-                info.out_of_date.append(f"{c.name}/{key[1]}: new, not indexed yet")
+                reasons.append(f"{c.name}/{key[1]}: new, not indexed yet")
             elif _changed(file, recorded[key]):
-                info.out_of_date.append(f"{c.name}/{key[1]}: changed since the build (cited lines may be off)")
-        for key in recorded:
-            if key[0] == c.name and key not in present:
-                info.out_of_date.append(f"{c.name}/{key[1]}: indexed, but gone from {c.source}")
-    return info
+                reasons.append(f"{c.name}/{key[1]}: changed since the build (cited lines may be off)")
+        reasons += [f"{c.name}/{doc}: indexed, but gone from {c.source}"
+                    for name, doc in recorded if name == c.name and (name, doc) not in present]
+    return reasons
 
 
 def _changed(file: Path, record: dict) -> bool:
