@@ -197,6 +197,38 @@ def test_torchrun_failure_report_keeps_the_root_cause():
     assert "====" not in q.text and "12:00:02" not in q.text
 
 
+RAY_DRIVER_TAIL = (
+    "Traceback (most recent call last):\n"
+    '  File "/workspace/verl/verl/trainer/main_ppo.py", line 51, in run_ppo\n'
+    "    ray.get(runner.run.remote(config))\n"
+    "ray.exceptions.RayTaskError(RuntimeError): ray::TaskRunner.run() (pid=1201, ip=10.0.0.2, "
+    "repr=<main_ppo.TaskRunner object at 0x7f>)\n"
+    '  File "/workspace/verl/verl/single_controller/ray/base.py", line 49, in func\n'
+    "    output = ray.get(output)\n"
+    "ray.exceptions.RayTaskError(RuntimeError): ray::WorkerDict.actor_rollout_generate_sequences() "
+    "(pid=1544, repr=<verl.single_controller.ray.base.WorkerDict object at 0x7f>)\n"
+)
+
+
+def test_ray_wrapper_lines_give_way_to_the_error_they_carry():
+    # Ray re-raises a worker's exception under "RayTaskError(X): ray::Actor.method()": the class and
+    # method names say where it crossed a process boundary, and matched install pages, not the error.
+    q = normalize_query(RAY_DRIVER_TAIL + "RuntimeError: CUDA Error: out of memory at cumem_allocator.cpp:62\n")
+    assert q.text == "RuntimeError: CUDA Error: out of memory at cumem_allocator.cpp"
+    only_wrappers = normalize_query(RAY_DRIVER_TAIL)  # a paste cut before the error: the wrappers are all there is
+    assert "ray::WorkerDict.actor_rollout_generate_sequences()" in only_wrappers.text
+
+
+def test_a_torchrun_report_pasted_without_log_prefixes_is_read_as_a_log():
+    report = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" + "=" * 60 + "\n"
+              "slime/train.py FAILED\n" + "-" * 60 + "\nRoot Cause (first observed failure):\n"
+              "  exitcode  : 1 (pid: 1234)\n" + "=" * 60 + "\n")
+    q = normalize_query(report)
+    assert q.is_log and lines_of(q)[0] == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"
+    assert "====" not in q.text and "----" not in q.text
+    assert not normalize_query("RuntimeError: CUDA error: out of memory\nhow do I fix it?").is_log  # two lines: a question
+
+
 def test_logging_name_level_format():
     q = normalize_query("2025-03-01 12:00:01,123 - verl.trainer.main_ppo - ERROR - Weight sync timed out\n")
     assert q.text == "Weight sync timed out"

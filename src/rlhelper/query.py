@@ -233,6 +233,9 @@ _ERRORISH = re.compile(
     re.I,
 )
 _WARNISH = re.compile(r"\bwarn(?:ing)?s?\b|\w+Warning:", re.I)
+# Ray re-raising a worker's exception in the driver: "RayTaskError(RuntimeError): ray::WorkerDict.f() (pid=..)".
+# It names the process boundary the error crossed; the error itself is printed under it.
+_RAY_WRAPPER = re.compile(r"(?:ray\.exceptions\.)?RayTaskError\(\w+\): ray::")
 
 # Inline noise, removed wherever it appears.
 _INLINE_NOISE = re.compile(
@@ -313,6 +316,8 @@ class _Line:
 
 
 def _classify(text: str, level: str | None) -> int:
+    if _RAY_WRAPPER.match(text):
+        return 3  # context: searched only when the log holds no error line at all
     if _EXCEPTION.match(text):
         return 0
     if level == "error" or (level != "info" and _ERRORISH.search(text)):
@@ -323,11 +328,15 @@ def _classify(text: str, level: str | None) -> int:
 
 
 def _has_log_markers(lines: list[str]) -> bool:
+    several = sum(1 for line in lines[:MAX_SCAN_LINES] if line.strip()) >= 3
     for line in lines[-MAX_SCAN_LINES:]:
         if _FRAME.match(line) or _TRACEBACK.search(line) or _CPP_FRAME.match(line):
             return True
         stripped, level = _strip_prefixes(line)
         if stripped != line or level:
+            return True
+        # Lines of a report without prefixes: torchrun's "ChildFailedError:" over ==== rules.
+        if several and (_RULE.match(stripped.strip()) or _EXCEPTION.match(stripped.strip())):
             return True
     return False
 
