@@ -412,8 +412,10 @@ def test_info_describes_the_index_and_names_documents_changed_since(tmp_path):
         f"mydocs/b.md: indexed, but gone from {docs}",
         "mydocs/c.rst: new, not indexed yet",
     ]
-    assert described["update_command"] == f"`rlhelper ingest --index {index} {docs}`"
+    assert described["update_command"] == f"rlhelper ingest --index {index} {docs}"
 
+    (docs / "empty.md").write_text("")  # skipped by every ingest: never "new"
+    (docs / "blob.rst").write_bytes(b"\x00\x01binary")
     assert rlhelper("ingest", str(docs), "--index", str(index), "-q").returncode == 0  # following the advice
     assert "up to date" in rlhelper("info", "--index", str(index)).stdout
 

@@ -42,7 +42,7 @@ class IndexInfo:
     frameworks: dict[str, int]
     languages: dict[str, int]
     abstention_model: str  # "shipped" or the user's calibration file
-    update_command: str = "`rlhelper ingest`"
+    update_command: str = "rlhelper ingest"
     # What `rlhelper ingest` would change, one line each; empty when the index is up to date.
     out_of_date: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -70,7 +70,7 @@ def index_info(path: Path | str) -> IndexInfo:
         entries=len(entries), collections=collections,
         frameworks=dict(Counter(e.framework for e in entries).most_common()),
         languages=dict(Counter(e.lang for e in entries).most_common()),
-        abstention_model=abstention_model, update_command=rebuild_hint(index.path, rebuild=False),
+        abstention_model=abstention_model, update_command=rebuild_hint(index.path, rebuild=False).replace("`", ""),
         out_of_date=_out_of_date(index, collections), notes=[note] if note else [],
     )
 
@@ -93,12 +93,24 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
         present = {(d.collection, d.doc): d.path for d in find_sources([Path(c.source)], c.name).docs}
         for key, file in present.items():
             if key not in recorded:
-                reasons.append(f"{c.name}/{key[1]}: new, not indexed yet")
+                if not _unindexable(file):
+                    reasons.append(f"{c.name}/{key[1]}: new, not indexed yet")
             elif _changed(file, recorded[key]):
                 reasons.append(f"{c.name}/{key[1]}: changed since the build (cited lines may be off)")
         reasons += [f"{c.name}/{doc}: indexed, but gone from {c.source}"
                     for name, doc in recorded if name == c.name and (name, doc) not in present]
     return reasons
+
+
+def _unindexable(file: Path) -> bool:
+    """A file ingest skips (empty, binary, not UTF-8, ...): unindexed, yet nothing an ingest would add."""
+    from .entries import read_document
+
+    try:
+        read_document(file)
+    except DocumentError:
+        return True
+    return False
 
 
 def _changed(file: Path, record: dict) -> bool:
@@ -147,7 +159,7 @@ def render_info(info: IndexInfo) -> str:
     lines.append("frameworks  " + ", ".join(f"{name} {n}" for name, n in info.frameworks.items()))
     lines.append("languages   " + ", ".join(f"{name} {n}" for name, n in info.languages.items()))
     if info.out_of_date:
-        lines.append(f"status      out of date ({len(info.out_of_date)}); {info.update_command} updates it:")
+        lines.append(f"status      out of date ({len(info.out_of_date)}); `{info.update_command}` updates it:")
         lines += [f"  - {reason}" for reason in info.out_of_date]
     else:
         lines.append("status      up to date with its documents")
