@@ -27,9 +27,12 @@ def _answer_line(helper, line: str, number: int, *, k: int, mode: str, filters: 
     """(id, the answer's fields) for one input line, or (id, {"error": ...}) when it cannot be searched."""
     try:
         item = json.loads(line)
-        query, item_id = item["query"], item.get("id", number)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return number, {"error": f"line {number} is not a JSON object with a 'query' field"}
+    except ValueError:
+        item = None
+    if not isinstance(item, dict) or "query" not in item:
+        item_id = item.get("id", number) if isinstance(item, dict) else number  # keep the id it has
+        return item_id, {"error": f"line {number} is not a JSON object with a 'query' field"}
+    query, item_id = item["query"], item.get("id", number)
     if not isinstance(query, str):
         return item_id, {"error": f"line {number}: 'query' must be a string, not {type(query).__name__}"}
     try:

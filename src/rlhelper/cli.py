@@ -89,14 +89,21 @@ def ingest(paths, collection, embedder, index, rebuild, quiet):
     finally:
         if "bar" in bar_state:
             bar_state["bar"].__exit__(None, None, None)
+    for note in report.notes:
+        click.secho(f"note: {note}", fg="yellow", err=True)
     for path, message in report.warnings:
         click.secho(f"warning: {path}: {message}", fg="yellow", err=True)
     for path, reason in report.failed:
         click.secho(f"skipped: {path}: {reason}", fg="yellow", err=True)
     click.echo(
-        f"{report.documents} documents, {report.entries} entries, {report.skipped} unchanged (skipped), "
-        f"{len(report.failed)} failed, {report.seconds:.1f} s -> {report.index}"
+        f"{_count(report.documents, 'document')} indexed ({report.updated} new or changed, {report.skipped} "
+        f"unchanged), {len(report.failed)} skipped; the index holds {_count(report.entries, 'entry', 'entries')}; "
+        f"{report.seconds:.1f} s -> {report.index}"
     )
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 @main.command()
@@ -131,7 +138,7 @@ def _load_helper(index, embedder=None, **kw):
 
 @main.command()
 @click.argument("query")
-@click.option("-k", default=5, show_default=True, help="How many entries to retrieve.")
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to retrieve.")
 @filter_options
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (schema: docs/json-schema.md).")
 @click.option("--llm", is_flag=True, help="Have your LLM write the answer from the cited entries (docs/llm.md).")
@@ -190,7 +197,7 @@ def _llm_settings(llm, base_url, model, api_key_env, timeout):
 
 @main.command()
 @click.argument("query", required=False)
-@click.option("-k", default=5, show_default=True, help="How many entries to list.")
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to list.")
 @filter_options
 @click.option("--mode", type=click.Choice(["hybrid", "lexical", "dense"]), default="hybrid", show_default=True,
               help="BM25 only (lexical), embeddings only (dense), or both fused.")
