@@ -89,28 +89,33 @@ def test_an_abstained_answer_is_never_a_weak_match():
 
 def test_an_answer_from_another_framework_than_the_named_one_says_so():
     skyrl_entry = entry("a", BODY)  # framework skyrl
-    notice = framework_notice({"verl": 0.8, "vllm": 0.8}, skyrl_entry, ["skyrl", "verl"])
-    assert notice.startswith("You mention verl, but no verl entry matched") and "SkyRL's docs" in notice
-    answer = build_answer("wake_up timed out in verl", "wake_up timed out in verl", [Hit(1, 0.03, skyrl_entry)],
-                          abstained=False, weak=True, named_frameworks={"verl": 0.8}, indexed_frameworks=["skyrl", "verl"])
-    assert answer.notices == [notice, WEAK_MATCH_NOTICE]
+    notice = framework_notice({"verl": 0.8, "vllm": 0.8}, skyrl_entry, [], ["skyrl", "verl"])
+    assert notice == ("You mention verl, but this entry is from SkyRL's docs: its settings and flags may not "
+                      "apply to verl.")
+    verl_entry = Entry(**{**entry("b", "**Fix:** lower gpu_memory_utilization", heading="OOM during rollout").to_dict(),
+                          "framework": "verl"})
+    hits = [Hit(1, 0.03, skyrl_entry), Hit(2, 0.02, verl_entry)]
+    answer = build_answer("verl rollout oom", "verl rollout oom", hits, abstained=False, weak=True,
+                          named_frameworks={"verl": 0.8}, indexed_frameworks=["skyrl", "verl"])
+    assert answer.notices == [notice + ' verl\'s closest entry, "OOM during rollout", is listed as related.',
+                              WEAK_MATCH_NOTICE]
 
 
 def test_no_framework_notice_when_it_is_not_a_mismatch():
     skyrl_entry = entry("a", BODY)
     indexed = ["skyrl", "verl"]
-    assert framework_notice({}, skyrl_entry, indexed) is None  # nothing named
-    assert framework_notice({"skyrl": 0.8}, skyrl_entry, indexed) is None  # the named one
-    assert framework_notice({"sglang": 0.9}, skyrl_entry, indexed) is None  # an engine, not a framework
-    assert framework_notice({"verl": 0.3}, skyrl_entry, indexed) is None  # a faint hint (a config key shape)
-    assert framework_notice({"verl": 0.8, "slime": 0.6}, skyrl_entry, indexed) is None  # two named: a comparison
+    assert framework_notice({}, skyrl_entry, [], indexed) is None  # nothing named
+    assert framework_notice({"skyrl": 0.8}, skyrl_entry, [], indexed) is None  # the named one
+    assert framework_notice({"sglang": 0.9}, skyrl_entry, [], indexed) is None  # an engine, not a framework
+    assert framework_notice({"verl": 0.3}, skyrl_entry, [], indexed) is None  # a faint hint (a config key shape)
+    assert framework_notice({"verl": 0.8, "slime": 0.6}, skyrl_entry, [], indexed) is None  # two named: a comparison
     custom = Entry(**{**skyrl_entry.to_dict(), "framework": "mydocs"})
-    assert framework_notice({"verl": 0.8}, custom, indexed) is None  # a user's own collection: no framework
+    assert framework_notice({"verl": 0.8}, custom, [], indexed) is None  # a user's own collection: no framework
     abstained = build_answer("q verl", "q verl", [Hit(1, 0.03, skyrl_entry)], abstained=True,
                              named_frameworks={"verl": 0.8}, indexed_frameworks=indexed)
     assert abstained.notices == []  # nothing quoted, nothing to warn about
 
 
 def test_the_framework_notice_says_when_the_index_has_none_of_its_docs():
-    notice = framework_notice({"rlinf": 0.8}, entry("a", BODY), ["skyrl"])
+    notice = framework_notice({"rlinf": 0.8}, entry("a", BODY), [], ["skyrl"])
     assert "this index holds no RLinf docs" in notice and "may not apply to RLinf" in notice

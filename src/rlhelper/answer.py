@@ -115,22 +115,26 @@ def runners_up(answer: Answer) -> list[Hit]:
     return [h for h in answer.hits if h.entry.id not in cited][:RELATED_SHOWN]
 
 
-def framework_notice(named: dict[str, float], quoted: Entry, indexed: Iterable[str]) -> str | None:
+def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit], indexed: Iterable[str]) -> str | None:
     """A notice when the query names one framework and the quoted entry is another's.
 
     The docs' fixes are framework specific (config keys, flags, launch scripts), and the
     ranking lets another framework's entry win when it matches much better than any of the
-    named one's (retrieve.py), so the reader is told whose advice this is.
+    named one's (retrieve.py), so the reader is told whose advice this is, and which of the
+    named framework's entries came closest when one is among the runners-up.
     """
     wanted = [name for name, strength in named.items() if name in FRAMEWORK_NAMES and strength >= NAMED]
     if len(wanted) != 1 or quoted.framework == wanted[0] or quoted.framework not in FRAMEWORK_NAMES:
         return None
     asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
-    if wanted[0] in set(indexed):
-        lead = f"You mention {asked}, but no {asked} entry matched as well as this one, from {found}'s docs"
-    else:
-        lead = f"You mention {asked}, but this index holds no {asked} docs; this entry is from {found}'s docs"
-    return f"{lead}: its settings and flags may not apply to {asked}."
+    if wanted[0] not in set(indexed):
+        return (f"You mention {asked}, but this index holds no {asked} docs; this entry is from {found}'s docs: "
+                f"its settings and flags may not apply to {asked}.")
+    notice = f"You mention {asked}, but this entry is from {found}'s docs: its settings and flags may not apply to {asked}."
+    own = next((h.entry for h in related if h.entry.framework == wanted[0]), None)
+    if own is not None:
+        notice += f" {asked}'s closest entry, \"{own.heading}\", is listed as related."
+    return notice
 
 
 def parts_for(hit: Hit, number: int) -> list[AnswerPart]:
@@ -180,11 +184,13 @@ def build_answer(
         return Answer(query, normalized_query, truncated, True, text, [], [], hits, notices)
     citations: list[Citation] = []
     parts: list[AnswerPart] = []
-    for number, hit in enumerate(cited_hits(hits), start=1):
+    cited = cited_hits(hits)
+    for number, hit in enumerate(cited, start=1):
         citations.append(citation_for(hit, number))
         parts.extend(parts_for(hit, number))
     text = render_markdown(parts, citations)
-    mismatch = framework_notice(named_frameworks or {}, hits[0].entry, indexed_frameworks)
+    related = [h for h in hits if h not in cited][:RELATED_SHOWN]
+    mismatch = framework_notice(named_frameworks or {}, hits[0].entry, related, indexed_frameworks)
     if mismatch:
         notices.append(mismatch)
     if weak:
