@@ -270,7 +270,11 @@ def test_to_dict_equals_the_cli_json(seeds_index, helper, isolated_home, usem3_c
 
 def test_title_trail_says_the_title_once():
     assert title_trail("Guide", ["Guide", "Errors", "OOM"]) == ["Guide", "Errors", "OOM"]
-    assert title_trail("RLinf 常见问题 (FAQ)", ["常见问题", "断点"]) == ["RLinf 常见问题 (FAQ)", "常见问题", "断点"]
+    # A first heading the title holds is a repeat too (an rst page's H1 under its manifest title).
+    assert title_trail("RLinf 常见问题 (FAQ)", ["常见问题", "断点"]) == ["RLinf 常见问题 (FAQ)", "断点"]
+    assert title_trail("verl Frequently Asked Questions", ["Frequently Asked Questions", "Ray related"]) == [
+        "verl Frequently Asked Questions", "Ray related"]
+    assert title_trail("verl FAQ", ["Installation", "FAQ"]) == ["verl FAQ", "Installation", "FAQ"]
     assert title_trail("FAQ", ["FAQ", "FAQ"]) == ["FAQ", "FAQ"]  # a section may share the title's words
     assert title_trail("Guide", []) == ["Guide"] and title_trail("", ["", "A"]) == ["A"]
 

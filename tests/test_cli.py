@@ -101,10 +101,12 @@ def test_ask_prints_the_answer_and_numbered_sources(seeds_index, via):
 def test_sources_and_answer_headers_name_the_document_once(seeds_index):
     done = rlhelper("ask", "--index", str(seeds_index), "NCCL error: unhandled system error")
     assert done.returncode == 0, done.stderr
-    labels = [line for line in done.stdout.splitlines() if re.match(r"^\[\d\] |^_.* › ", line)]
+    lines = done.stdout.splitlines()
+    assert " › " in lines[1] and not lines[1].startswith("_")  # the heading's trail, shown dim, not as Markdown
+    labels = [lines[1]] + [line for line in lines if re.match(r"^\[\d\] ", line)]
     assert len(labels) >= 2
     for label in labels:
-        parts = label.strip("_").split(" › ")
+        parts = label.removeprefix("[1] ").split(" › ")
         assert len(parts) == len(set(parts)), label  # "Title › Title › Section" was the bug
 
 

@@ -14,10 +14,12 @@ def title_trail(doc_title: str, breadcrumb: list[str]) -> list[str]:
 
     Most breadcrumbs already start with the title (a Markdown H1), some do not
     (an rst page whose first heading differs from its title); only a leading
-    repeat is dropped, since a sub-section may share the title's words.
+    repeat is dropped, since a sub-section may share the title's words. A leading
+    heading the title contains counts as a repeat: "Frequently Asked Questions"
+    under the title "verl Frequently Asked Questions".
     """
     crumbs = [b for b in breadcrumb if b]
-    if crumbs and crumbs[0] == doc_title:
+    if crumbs and doc_title and crumbs[0].casefold() in doc_title.casefold():
         crumbs = crumbs[1:]
     return [t for t in [doc_title, *crumbs] if t]
 

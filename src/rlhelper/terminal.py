@@ -39,6 +39,8 @@ def print_answer(answer: Answer) -> None:
     for line in answer.text.splitlines():
         if line.startswith("### "):
             click.secho(line[4:], bold=True)
+        elif len(line) > 2 and line.startswith("_") and line.endswith("_"):  # the heading's trail
+            click.secho(line[1:-1], dim=True)
         elif line.startswith("**") and line.rstrip().endswith("]"):
             click.secho(line.replace("**", ""), fg="green", bold=True)
         else:
