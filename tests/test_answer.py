@@ -119,3 +119,11 @@ def test_no_framework_notice_when_it_is_not_a_mismatch():
 def test_the_framework_notice_says_when_the_index_has_none_of_its_docs():
     notice = framework_notice({"rlinf": 0.8}, entry("a", BODY), [], ["skyrl"])
     assert "this index holds no RLinf docs" in notice and "may not apply to RLinf" in notice
+
+
+def test_an_faq_items_indented_answer_is_quoted_without_its_list_indent():
+    # slime's qa.md: "3.  **Why OOM?**" with its answer indented under it; Markdown reads a
+    # 4-space indent as a code block.
+    item = "3.  **Why OOM?**\n\n    Lower `max_tokens_per_gpu`.\n\n    If it persists:\n\n        nested code\n"
+    answer = build_answer("oom", "oom", [Hit(1, 0.03, entry("a", item, heading="Why OOM?"))], abstained=False)
+    assert answer.parts[0].text == "Lower `max_tokens_per_gpu`.\n\nIf it persists:\n\n    nested code"

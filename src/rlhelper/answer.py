@@ -18,6 +18,7 @@ related entries.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable
 
 from .schema import Answer, AnswerPart, Citation, Entry, Hit, title_trail
@@ -77,11 +78,12 @@ def split_labelled_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def _body_without_heading(hit: Hit) -> str:
-    """Entry text minus a first line that merely repeats the heading."""
-    lines = hit.entry.text.strip().splitlines()
+    """Entry text minus a first line that merely repeats the heading, dedented: the answer of a
+    numbered FAQ item is indented under it, and Markdown would show that indent as a code block."""
+    lines = hit.entry.text.strip("\n").splitlines()
     if lines and hit.entry.heading and hit.entry.heading in re.sub(r"[`*#]", "", lines[0]):
         lines = lines[1:]
-    return "\n".join(lines).strip()
+    return textwrap.dedent("\n".join(lines)).strip()
 
 
 def citation_for(hit: Hit, number: int) -> Citation:
