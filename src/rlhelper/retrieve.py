@@ -49,6 +49,7 @@ from .errors import QueryError
 from .fusion import boost, reciprocal_rank_fusion
 from .query import NormalizedQuery, is_binary, normalize_query
 from .schema import Entry, Hit
+from .spelling import Corrector
 
 MODES = ("hybrid", "lexical", "dense")
 CANDIDATES = 50  # depth taken from each retriever before fusion
@@ -57,6 +58,7 @@ RRF_K = 10
 FRAMEWORK_BOOST = 1.0  # at full hint strength, a hinted framework's entries score x2
 CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese count half (glossary.py)
 CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
+SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 MAX_QUERY_BYTES = 1_000_000
 
 
@@ -113,6 +115,11 @@ class Retriever:
     @cached_property
     def embedder(self):
         return self._embedder_factory()
+
+    @cached_property
+    def corrector(self) -> Corrector:
+        """Misspelt query words against this index's vocabulary (its lookup table is built on first need)."""
+        return Corrector(self.index.bm25.vocabulary)
 
     @cached_property
     def confidence_model(self) -> ConfidenceModel:
@@ -196,7 +203,7 @@ class Retriever:
              mode: str = "hybrid") -> Ranking:
         """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
         text = normalized.text
-        terms = QueryTerms.of(normalized)
+        terms = QueryTerms.of(normalized, self.corrector)
         lex_ids = [] if mode == "dense" else self.lexical_ranking(terms, allowed, depth)
         dense_ids, dense_scores = ([], []) if mode == "lexical" else self.dense_ranking(text, allowed, depth)
         fused = reciprocal_rank_fusion([lex_ids, dense_ids], k=RRF_K, weights=[LEXICAL_WEIGHT, 1.0])
@@ -315,7 +322,8 @@ class QueryTerms:
 
     tokens: its tokens, the glossary's terms for them, its word pairs (weight 1 + ln qtf);
     words: its plain tokens (for coverage); extra: hint terms with a weight of their own,
-    the Chinese glossary terms of an English query and the words of a traceback's frame.
+    the Chinese glossary terms of an English query, the words of a traceback's frame and
+    the corrections of misspelt words.
     """
 
     tokens: list[str]
@@ -323,8 +331,11 @@ class QueryTerms:
     extra: dict[str, float]
 
     @classmethod
-    def of(cls, normalized: NormalizedQuery) -> QueryTerms:
+    def of(cls, normalized: NormalizedQuery, corrector: Corrector | None = None) -> QueryTerms:
         words = lexical.tokenize(normalized.text)
         extra = dict.fromkeys(lexical.tokenize(normalized.context), CONTEXT_WEIGHT)
         extra.update(dict.fromkeys(glossary.cross_language(words), CROSS_LANGUAGE_WEIGHT))
+        if corrector is not None:
+            for word in set(words):
+                extra.update(dict.fromkeys(corrector.corrections(word), SPELLING_WEIGHT))
         return cls(glossary.expand(words) + lexical.phrases(normalized.text), words, extra)

@@ -1,0 +1,45 @@
+"""spelling.py: misspelt query words matched to the index's vocabulary, one edit away."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlhelper import Helper
+from rlhelper.query import normalize_query
+from rlhelper.spelling import Corrector
+
+VOCABULARY = {"memory", "illegal", "access", "function", "called", "timeout", "timed", "norm", "gpu",
+              "flash_attn", "nccl", "reward", "rewards"}
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("memroy", ["memory"]),      # two letters swapped
+    ("ilegal", ["illegal"]),     # a letter dropped
+    ("acess", ["access"]),
+    ("functon", ["function"]),
+    ("rewarf", ["reward"]),      # a letter changed
+    ("rewardss", ["rewards"]),   # a letter added
+])
+def test_one_edit_away_is_corrected(typed, meant):
+    assert Corrector(VOCABULARY).corrections(typed) == meant
+
+
+@pytest.mark.parametrize("typed", [
+    "memory",      # known
+    "acesss",      # two edits from "access"
+    "nrom",        # under five letters: too many neighbours
+    "flash_atn",   # identifiers match exactly or not at all
+    "显存不够",
+    "kubernetes",  # nothing near it
+])
+def test_what_is_left_alone(typed):
+    assert Corrector(VOCABULARY).corrections(typed) == []
+
+
+def test_a_misspelt_question_finds_its_entry(seeds_index):
+    helper = Helper.load(seeds_index)
+    assert helper.search("ilegal memroy acess", k=1)[0].entry.heading == "Illegal memory access"
+    retriever = helper._retriever
+    terms = retriever.rank(normalize_query("ilegal memroy acess"), retriever.allowed_mask()).terms
+    assert {"illegal", "memory", "access"} <= set(terms.extra)  # searched as hints; the typed words stay
+    assert {"ilegal", "memroy", "acess"} <= set(terms.words)
