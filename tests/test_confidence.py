@@ -132,3 +132,24 @@ def test_the_cosine_floor_vetoes_unless_the_query_names_the_heading():
     assert model.confidence(Signals(cosine=0.05, heading_coverage=0.0, **strong_words)) == 0.0  # "hello"
     assert model.confidence(Signals(cosine=0.05, heading_coverage=1.0, **strong_words)) > 0.9  # "oom"
     assert model.confidence(Signals(cosine=0.30, heading_coverage=0.0, **strong_words)) > 0.9
+
+
+def test_inputs_are_clipped_to_the_range_the_model_was_fitted_on():
+    # A linear model must not extrapolate: a 500-token log is no surer than the longest dev question.
+    ranges = [[0.0, 1.0], [0.0, 0.4], [0.0, 1.0], [0.0, 1.0], [1.0, 5.0]]
+    model = ConfidenceModel(weights=[0.0, 0.0, 0.0, 0.0, 1.0], bias=-5.0, thresholds={"hybrid": 0.5},
+                            feature_ranges=ranges)
+    signals = dict(cosine=0.4, margin=0.1, lexical_match=0.3, coverage=0.3)
+    at_the_edge = model.confidence(Signals(length=5.0, **signals))
+    assert model.confidence(Signals(length=9.0, **signals)) == at_the_edge == 0.5
+    again = ConfidenceModel.from_dict(model.to_dict())
+    assert again.feature_ranges == ranges and again.confidence(Signals(length=9.0, **signals)) == 0.5
+    unclipped = ConfidenceModel(weights=model.weights, bias=-5.0, thresholds={"hybrid": 0.5})
+    assert unclipped.confidence(Signals(length=9.0, **signals)) > 0.9  # what clipping prevents
+    assert "feature_ranges" not in unclipped.to_dict()
+
+
+def test_the_shipped_model_records_the_ranges_it_was_fitted_on():
+    model = confidence.model_for("usem3")
+    assert model.feature_ranges is not None and len(model.feature_ranges) == len(FEATURES)
+    assert all(low <= high for low, high in model.feature_ranges)

@@ -106,8 +106,10 @@ def calibrate(helper, items: Sequence[EvalItem], *, collections=None, modes: Seq
         raise ConfigError("Calibration needs answerable and unanswerable dev items.")
     weights, bias = fit_logistic(positives, negatives)
     floor = min(s.cosine for s in hybrid["answerable"]) - COSINE_FLOOR_MARGIN
+    seen = np.vstack([positives, negatives])
     model = ConfidenceModel(weights=list(map(float, weights)), bias=bias, thresholds={},
-                            embedder=str(helper.index.embedder_id), cosine_floor=round(floor, 4))
+                            embedder=str(helper.index.embedder_id), cosine_floor=round(floor, 4),
+                            feature_ranges=[[float(lo), float(hi)] for lo, hi in zip(seen.min(0), seen.max(0), strict=True)])
     figures = {}
     for mode, signals in by_mode.items():
         scores = {name: [model.confidence(s) for s in found] for name, found in signals.items()}

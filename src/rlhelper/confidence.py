@@ -48,7 +48,7 @@ So answers come in three bands, not two. Below the threshold: "no matching
 entry". Above it but no surer than 80 % of the unanswerable dev questions
 (the weak-match ceiling, per mode): the entry is shown, flagged as a weak
 match the reader should check. Above that: a plain answer. On the dev split
-the weak band holds 23 % of the answerable items (their top entry right 79 %
+the weak band holds 23 % of the answerable items (their top entry right 80 %
 of the time, against 93 % above the band) and 8 of the 11 unanswerable items
 the threshold lets through.
 """
@@ -100,12 +100,19 @@ class ConfidenceModel:
     cosine_floor: float = -1.0
     # Per mode: an answer at or below this confidence is flagged as a weak match (calibration.py).
     weak_ceilings: dict[str, float] = field(default_factory=dict)
+    # Per feature, the [low, high] it spanned in fitting. Inputs are clipped to it: a linear model
+    # must not extrapolate (a 500-token log's length would otherwise make any match look sure).
+    feature_ranges: list[list[float]] | None = None
     notes: dict = field(default_factory=dict)  # how and on what it was fitted, its dev figures
 
     def confidence(self, signals: Signals) -> float:
         if signals.cosine < self.cosine_floor and signals.heading_coverage < HEADING_NAMED:
             return 0.0
-        z = float(np.dot(self.weights, signals.vector())) + self.bias
+        x = signals.vector()
+        if self.feature_ranges:
+            low, high = np.array(self.feature_ranges, dtype=np.float64).T
+            x = np.clip(x, low, high)
+        z = float(np.dot(self.weights, x)) + self.bias
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def threshold(self, mode: str) -> float:
@@ -121,20 +128,33 @@ class ConfidenceModel:
                 "bias": round(self.bias, 6), "thresholds": {m: round(t, 6) for m, t in self.thresholds.items()},
                 "cosine_floor": round(self.cosine_floor, 6),
                 "weak_ceilings": {m: round(t, 6) for m, t in self.weak_ceilings.items()},
+                **({"feature_ranges": [[round(lo, 6), round(hi, 6)] for lo, hi in self.feature_ranges]}
+                   if self.feature_ranges else {}),
                 "embedder": self.embedder, **self.notes}
 
     @classmethod
     def from_dict(cls, data: dict) -> ConfidenceModel:
         if list(data.get("features", [])) != list(FEATURES):
             raise ValueError(f"features {data.get('features')} are not {list(FEATURES)}")
-        known = ("features", "weights", "bias", "thresholds", "embedder", "cosine_floor", "weak_ceilings")
+        known = ("features", "weights", "bias", "thresholds", "embedder", "cosine_floor", "weak_ceilings",
+                 "feature_ranges")
         notes = {k: v for k, v in data.items() if k not in known}
         if len(data["weights"]) != len(FEATURES):
             raise ValueError(f"{len(data['weights'])} weights for {len(FEATURES)} features")
         return cls(weights=[float(w) for w in data["weights"]], bias=float(data["bias"]),
                    thresholds={m: float(t) for m, t in data["thresholds"].items()},
                    embedder=str(data.get("embedder", "")), cosine_floor=float(data.get("cosine_floor", -1.0)),
-                   weak_ceilings={m: float(t) for m, t in data.get("weak_ceilings", {}).items()}, notes=notes)
+                   weak_ceilings={m: float(t) for m, t in data.get("weak_ceilings", {}).items()},
+                   feature_ranges=_ranges(data.get("feature_ranges")), notes=notes)
+
+
+def _ranges(data) -> list[list[float]] | None:
+    if data is None:
+        return None
+    ranges = [[float(low), float(high)] for low, high in data]
+    if len(ranges) != len(FEATURES) or any(low > high for low, high in ranges):
+        raise ValueError(f"feature_ranges {data} do not fit {list(FEATURES)}")
+    return ranges
 
 
 def user_file() -> Path:
