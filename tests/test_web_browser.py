@@ -198,6 +198,33 @@ def test_quoted_config_and_pasted_traceback_keep_their_indentation(page, seeds_u
     assert '\n  File "/x/verl/trainer/main_ppo.py"' in pasted and "\n    main()\n" in pasted
 
 
+def test_what_is_typed_while_an_answer_streams_in_is_kept(page, seeds_url):
+    page.goto(seeds_url)
+    box = page.locator("#rl-input textarea")
+    box.fill("RuntimeError: wake_up timed out after 60s")
+    box.press("Enter")
+    page.wait_for_function("() => document.querySelector('#rl-input textarea').value === ''")
+    box.type("and if raising the timeout does not help", delay=10)  # while the answer comes in
+    page.locator(".rl-answer .rl-sources").last.wait_for()
+    page.wait_for_timeout(300)  # any late update of the box would land by now
+    assert box.input_value() == "and if raising the timeout does not help"
+
+
+def test_a_phone_wide_page_does_not_scroll_sideways(browser, seeds_url):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(seeds_url)
+        ask(page, "RuntimeError: wake_up timed out after 60s")  # its YAML has lines wider than the screen
+        ask(page, 'Traceback (most recent call last):\n  File "/x/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", '
+                  "line 288, in generate_sequences\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.31 GiB")
+        widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], f"the page is {widths[0]} px wide on a {widths[1]} px screen"
+    finally:
+        context.close()
+
+
 def test_empty_question_shows_a_message(page, seeds_url):
     page.goto(seeds_url)
     page.locator("#rl-input textarea").fill("   ")

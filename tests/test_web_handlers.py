@@ -143,6 +143,17 @@ def test_unknown_filter_value_is_a_clear_state_not_a_crash(helper):
     assert "No matching entry in the docs." in html or "rl-error" in html
 
 
+def test_the_input_box_is_emptied_in_the_browser_not_by_the_answer(helper, tmp_path):
+    # When the answer's streamed updates emptied the box, they erased what the user had begun to
+    # type meanwhile ("ollow up text"). The browser empties it at once; the answer never touches it.
+    config = web.build_app(helper, feedback_db=tmp_path / "f.sqlite3").config
+    elem = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+    ask = next(d for d in config["dependencies"] if d.get("api_name") == "ask")
+    assert "rl-input" not in {elem[i] for i in ask["outputs"]}
+    clear = next(d for d in config["dependencies"] if d.get("js") and "rl-input" in {elem[i] for i in d["outputs"]})
+    assert clear["backend_fn"] is False and "''" in clear["js"]  # no server round trip to wait for
+
+
 def test_app_builds_with_filters_from_the_index(helper, tmp_path):
     app = web.build_app(helper, feedback_db=tmp_path / "f.sqlite3")
     dropdowns = [b for b in app.blocks.values() if b.__class__.__name__ == "Dropdown"]

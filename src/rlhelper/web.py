@@ -274,6 +274,9 @@ CSS = """
 .rl-code pre { background: #0f172a; color: #e2e8f0; padding: 12px 14px; padding-top: 26px; border-radius: 8px;
   overflow-x: auto; font-size: 12.5px; line-height: 1.5; margin: 0; white-space: pre; }
 .rl-code pre code { background: transparent; padding: 0; color: inherit; font-size: inherit; }
+/* A long code line scrolls inside its box; without this it widened the whole page on a phone. */
+.rl-code pre, pre.rl-query, pre.rl-table { contain: inline-size; }
+.rl-cite-head, .rl-answer h5, .rl-notices { overflow-wrap: anywhere; }
 .rl-copy { position: absolute; z-index: 2; top: 5px; right: 6px; font-size: 11px; padding: 1px 9px; border-radius: 5px;
   background: rgba(255,255,255,0.10); color: #e2e8f0; border: 1px solid rgba(255,255,255,0.25); cursor: pointer; }
 .rl-copy:hover { background: rgba(255,255,255,0.22); }
@@ -411,9 +414,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
 
     def ask(message, history, framework, collection, session, use_llm, base_url, model):
         options = LLMOptions(bool(use_llm), base_url or "", model or "")
-        for new_history, new_session_state in respond(helper, message, history, framework, collection,
-                                                      session, options):
-            yield new_history, new_session_state, ""
+        yield from respond(helper, message, history, framework, collection, session, options)
 
     def vote(session, data: gr.LikeData):
         session, status = record_vote(store, session, data.index, data.liked)
@@ -483,12 +484,19 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
                 model = gr.Textbox(label="Model", placeholder="the name the server serves",
                                    value=str(config.setting("llm_model", default="") or ""))
 
-        inputs = [textbox, chatbot, framework, collection, session, use_llm, base_url, model]
-        outputs = [chatbot, session, textbox]
-        textbox.submit(ask, inputs, outputs, api_name="ask", concurrency_limit=CONCURRENCY,
-                       show_progress="hidden")
-        chatbot.example_select(example_text, None, [textbox], queue=False, api_visibility="private").then(
-            ask, inputs, outputs, concurrency_limit=CONCURRENCY, show_progress="hidden",
+        settings = [chatbot, framework, collection, session, use_llm, base_url, model]
+        outputs = [chatbot, session]
+        # The message moves to a hidden box and the input is emptied at once, before the answer:
+        # cleared by the answer's own updates, it lost what the user had started typing meanwhile.
+        # The hidden box is also what the `ask` API endpoint takes as its message.
+        asked = gr.Textbox(visible=False)
+        textbox.submit(None, [textbox], [asked, textbox], js="(text) => [text, '']", queue=False,  # in the browser
+                       show_progress="hidden", api_visibility="private").then(
+            ask, [asked, *settings], outputs, api_name="ask", concurrency_limit=CONCURRENCY,
+            show_progress="hidden")
+        picked = gr.State("")  # an example's text goes straight to the answer, not through the box
+        chatbot.example_select(example_text, None, [picked], queue=False, api_visibility="private").then(
+            ask, [picked, *settings], outputs, concurrency_limit=CONCURRENCY, show_progress="hidden",
             api_visibility="private")
         chatbot.clear(new_session, None, [session], queue=False, api_visibility="private")
         chatbot.like(vote, [session], [session, status, comment_row], queue=False, api_visibility="private")
