@@ -90,14 +90,14 @@ def test_an_abstained_answer_is_never_a_weak_match():
 def test_an_answer_from_another_framework_than_the_named_one_says_so():
     skyrl_entry = entry("a", BODY)  # framework skyrl
     notice = framework_notice({"verl": 0.8, "vllm": 0.8}, skyrl_entry, [], ["skyrl", "verl"])
-    assert notice == ("You mention verl, but this entry is from SkyRL's docs: its settings and flags may not "
-                      "apply to verl.")
+    assert notice == ("Your query is about verl, but this entry is from SkyRL's docs: its settings and flags "
+                      "may not apply to verl.")
     verl_entry = Entry(**{**entry("b", "**Fix:** lower gpu_memory_utilization", heading="OOM during rollout").to_dict(),
                           "framework": "verl"})
     hits = [Hit(1, 0.03, skyrl_entry), Hit(2, 0.02, verl_entry)]
     answer = build_answer("verl rollout oom", "verl rollout oom", hits, abstained=False, weak=True,
                           named_frameworks={"verl": 0.8}, indexed_frameworks=["skyrl", "verl"])
-    assert answer.notices == [notice + ' verl\'s closest entry, "OOM during rollout", is listed as related.',
+    assert answer.notices == [notice + " verl's closest entry is listed as related: “OOM during rollout”.",
                               WEAK_MATCH_NOTICE]
 
 

@@ -116,9 +116,9 @@ def test_an_answer_from_another_framework_than_the_named_one_carries_a_notice(he
     # The seeds document wake_up timeouts for SkyRL only; a verl user still gets that entry, told whose it is.
     answer = helper.ask("verl: RuntimeError: wake_up timed out after 60s")
     assert not answer.abstained and answer.citations[0].heading == WAKE_UP_HEADING
-    assert any(n.startswith("You mention verl, but this entry is from SkyRL's docs") for n in answer.notices)
-    assert not any(n.startswith("You mention") for n in helper.ask(WAKE_UP).notices)
-    assert not any(n.startswith("You mention") for n in helper.ask("skyrl " + WAKE_UP).notices)
+    assert any(n.startswith("Your query is about verl, but this entry is from SkyRL's docs") for n in answer.notices)
+    assert not any(n.startswith("Your query is about") for n in helper.ask(WAKE_UP).notices)
+    assert not any(n.startswith("Your query is about") for n in helper.ask("skyrl " + WAKE_UP).notices)
 
 
 def test_info_describes_the_loaded_index(helper, seeds_index):
@@ -142,6 +142,14 @@ def test_an_answer_from_a_long_section_quotes_all_its_parts(helper):
     citation = answer.citations[0]
     assert (citation.line_start, citation.line_end) == (first.line_start, second.line_end)
     assert second.text.strip().splitlines()[-1].strip() in answer.text  # the end of the section is quoted
+
+
+def test_a_filter_that_hides_the_answer_says_so(helper):
+    filtered = helper.ask(WAKE_UP, framework="verl")  # the seeds document wake_up timeouts for SkyRL only
+    assert filtered.abstained
+    assert any(n.startswith("Nothing matches within your filters") and WAKE_UP_HEADING in n for n in filtered.notices)
+    assert not any("within your filters" in n for n in helper.ask(OFF_TOPIC, framework="verl").notices)
+    assert not any("within your filters" in n for n in helper.ask(OFF_TOPIC).notices)
 
 
 def test_search_returns_ranked_hits(helper):

@@ -108,6 +108,14 @@ def test_preformatted_text_keeps_its_indentation_through_gradios_cleandoc():
     assert html_module.unescape(render.user_html(traceback)).endswith("    g()\nKeyError: 'a'</pre>")
 
 
+def test_wrapped_lines_are_one_paragraph_but_labels_and_hard_breaks_keep_their_line():
+    html = render.markdown_html("Install with\nuv, see `the docs\n<https://x.io/a>`_ first.\n\n"
+                                "**Cause:** a\n**Fix:** b\n\nline one  \nline two\\\nline three")
+    assert '<p>Install with uv, see <a href="https://x.io/a"' in html  # the wrapped rst link is whole again
+    assert "<p><strong>Cause:</strong> a<br><strong>Fix:</strong> b</p>" in html
+    assert "<p>line one<br>line two<br>line three</p>" in html
+
+
 def test_rst_code_block_and_literal_block():
     rst = "Fix it::\n\n    export NCCL_TIMEOUT=1800\n\n.. code-block:: bash\n   :linenos:\n\n   ray stop\n\nAfter."
     html = render.markdown_html(rst)

@@ -130,12 +130,13 @@ def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit],
         return None
     asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
     if wanted[0] not in set(indexed):
-        return (f"You mention {asked}, but this index holds no {asked} docs; this entry is from {found}'s docs: "
-                f"its settings and flags may not apply to {asked}.")
-    notice = f"You mention {asked}, but this entry is from {found}'s docs: its settings and flags may not apply to {asked}."
+        return (f"Your query is about {asked}, but this index holds no {asked} docs; this entry is from "
+                f"{found}'s docs: its settings and flags may not apply to {asked}.")
+    notice = (f"Your query is about {asked}, but this entry is from {found}'s docs: its settings and flags "
+              f"may not apply to {asked}.")
     own = next((h.entry for h in related if h.entry.framework == wanted[0]), None)
     if own is not None:
-        notice += f" {asked}'s closest entry, \"{own.heading}\", is listed as related."
+        notice += f" {asked}'s closest entry is listed as related: “{own.heading}”."
     return notice
 
 

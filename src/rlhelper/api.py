@@ -105,17 +105,30 @@ class Helper:
             mode: str = "hybrid") -> Answer:
         """A grounded extractive answer with numbered citations, or an honest abstention."""
         result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode)
+        notices = list(result.notices)
+        if result.abstained and (framework or collection or lang):
+            notices += self._outside_the_filters(query, mode)
         return build_answer(
             query,
             result.normalized_query,
             result.hits,
             abstained=result.abstained,
             truncated=result.truncated,
-            notices=result.notices,
+            notices=notices,
             weak=result.weak,
             named_frameworks=result.normalized.frameworks,
             indexed_frameworks=self.frameworks,
         )
+
+    def _outside_the_filters(self, query: str, mode: str) -> list[str]:
+        """When a filtered search finds nothing, whether the whole index has an answer: a filter
+        chosen for the last question should not hide the entry that answers this one."""
+        unfiltered = self._retriever.search(query, k=1, mode=mode)
+        if unfiltered.abstained or not unfiltered.hits:
+            return []
+        e = unfiltered.hits[0].entry
+        return [f"Nothing matches within your filters, but outside them “{e.heading}” ({e.framework}, "
+                f"{e.collection}) does: clear the filters to see it."]
 
     # -- the corpus ------------------------------------------------------------------
 

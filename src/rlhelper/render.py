@@ -220,8 +220,7 @@ def markdown_html(text: str, refs: dict[int, str | None] | None = None) -> str:
 
     def flush_para():
         if para:
-            body = "<br>".join(inline(x.strip(), refs) for x in para)
-            out.append(f"<p>{body}</p>")
+            out.append(f"<p>{inline(_joined(para), refs)}</p>".replace(_HARD_BREAK, "<br>"))
             para.clear()
 
     while i < n:
@@ -353,6 +352,21 @@ def markdown_html(text: str, refs: dict[int, str | None] | None = None) -> str:
 
     flush_para()
     return "".join(out)
+
+
+_HARD_BREAK = "\x00br\x00"  # survives inline() (not markup, not escaped) and becomes <br>
+
+
+def _joined(lines: list[str]) -> str:
+    """A paragraph's lines as one text: wrapped source lines are one line to a reader (and an rst
+    link or literal wrapped over two lines is whole again). A break stays where the source asks
+    for one (a line ending in two spaces or a backslash) and before a bold label line
+    ("**Fix:** ..."), which these docs write under the previous line without a blank."""
+    text = lines[0].strip()
+    for previous, line in zip(lines, lines[1:], strict=False):
+        hard = previous.endswith(("  ", "\\")) or line.lstrip().startswith("**")
+        text = (text.removesuffix("\\") if hard else text) + (_HARD_BREAK if hard else " ") + line.strip()
+    return text
 
 
 def _indented_block_follows(lines: list[str], i: int) -> bool:
@@ -504,6 +518,13 @@ def body_html(markdown: str, citations: list[Citation]) -> str:
     return f'<div class="rl-body">{markdown_html(markdown, refs)}</div>'
 
 
+def searched_html(answer: Answer) -> str:
+    """For a pasted log, the lines actually searched: the echo of a long paste shows only its head."""
+    if "\n" not in answer.query.strip() or answer.normalized_query.strip() == answer.query.strip():
+        return ""
+    return f'<div class="rl-searched">Searched for: <code>{esc(answer.normalized_query[:300])}</code></div>'
+
+
 def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
                 entry_for: Callable[[str], Entry | None] | None = None) -> str:
     """The assistant message for an Answer.
@@ -511,7 +532,7 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
     `text` overrides the body (a partial answer while streaming); `final`
     adds the sources (or the related entries when the answer abstained).
     """
-    parts = [notices_html(answer.notices)]
+    parts = [notices_html(answer.notices), searched_html(answer)]
     if answer.abstained:
         parts.append(abstained_html(answer))
     else:
@@ -555,7 +576,4 @@ NOTEBOOK_CSS = """
 
 def notebook_html(answer: Answer) -> str:
     """A self-contained view of an Answer for Jupyter: what was searched, the answer, numbered sources."""
-    searched = ""
-    if answer.normalized_query.strip() != answer.query.strip():
-        searched = f'<div class="rl-searched">Searched for: {esc(answer.normalized_query[:300])}</div>'
-    return f'<style>{NOTEBOOK_CSS}</style><div class="rl-nb">{searched}{answer_html(answer)}</div>'
+    return f'<style>{NOTEBOOK_CSS}</style><div class="rl-nb">{answer_html(answer)}</div>'

@@ -35,7 +35,7 @@ from pathlib import Path  # noqa: E402
 import gradio as gr  # noqa: E402
 
 from . import config, render  # noqa: E402
-from .answer import render_markdown  # noqa: E402
+from .answer import FRAMEWORK_NAMES, render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
 from .feedback import FeedbackStore  # noqa: E402
 from .schema import Answer  # noqa: E402
@@ -305,6 +305,7 @@ CSS = """
 .rl-entry { border-left: 3px solid var(--color-accent-soft); padding: 2px 12px; margin-top: 6px;
   max-height: 520px; overflow: auto; }
 .rl-muted { color: var(--body-text-color-subdued); font-size: 0.85rem; }
+.rl-searched { color: var(--body-text-color-subdued); font-size: 0.8rem; margin-bottom: 6px; overflow-wrap: anywhere; }
 .rl-notices { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 8px;
   padding: 4px 12px; margin-bottom: 8px; font-size: 0.85rem; }
 .rl-notices ul { margin: 0.2em 0 0.2em 1.1em; }
@@ -354,7 +355,8 @@ HEAD = """
 PLACEHOLDER = (
     "### Ask about an RL training problem\n"
     "Paste an error message, a traceback or a question, in English or 中文. "
-    "The answer quotes the matching troubleshooting entry and cites the exact section."
+    "The answer quotes the matching troubleshooting entry and cites the exact section. "
+    "Each message is searched on its own: say the error or the framework again in a follow-up."
 )
 
 
@@ -405,7 +407,8 @@ def _header_html(helper) -> str:
 
 
 def _choices(label: str, values: list[str]) -> list[tuple[str, str]]:
-    return [(label, "")] + [(v, v) for v in values]
+    """Dropdown choices: "All ..." first, then each value under its docs' spelling (SkyRL, not skyrl)."""
+    return [(label, "")] + [(FRAMEWORK_NAMES.get(v, v), v) for v in values]
 
 
 def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
