@@ -93,9 +93,11 @@ def test_a_pasted_log_shows_the_lines_that_were_searched(helper):
     # The echo of a long paste shows its head (INFO noise); the answer says which line drove it.
     log = "".join(f"2025-03-01 12:00:{i % 60:02d} INFO step {i} reward=0.1\n" for i in range(300))
     log += "2025-03-01 12:05:00 ERROR RuntimeError: wake_up timed out after 60s\n"
-    html = final_html(run(helper, log)[0])
-    assert "Searched for: <code>RuntimeError: wake_up timed out after 60s</code>" in html
-    assert "Searched for" not in final_html(run(helper, WEIGHT_SYNC)[0])  # a one-line question is its own echo
+    steps = run(helper, log)[0]
+    user, answer = steps[-1][-2]["content"], final_html(steps)
+    assert "Searched for: <code>RuntimeError: wake_up timed out after 60s</code>" in user
+    assert "Searched for" not in answer  # the answer holds doc text only
+    assert "Searched for" not in run(helper, WEIGHT_SYNC)[0][-1][-2]["content"]  # a one-line question is its own echo
 
 
 def test_framework_filter_that_hides_the_answer_says_so(helper):

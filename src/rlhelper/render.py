@@ -519,7 +519,8 @@ def body_html(markdown: str, citations: list[Citation]) -> str:
 
 
 def searched_html(answer: Answer) -> str:
-    """For a pasted log, the lines actually searched: the echo of a long paste shows only its head."""
+    """For a pasted log, the lines actually searched (shown with the query, never in the answer,
+    which holds doc text only): the echo of a long paste shows only its head."""
     if "\n" not in answer.query.strip() or answer.normalized_query.strip() == answer.query.strip():
         return ""
     return f'<div class="rl-searched">Searched for: <code>{esc(answer.normalized_query[:300])}</code></div>'
@@ -532,7 +533,7 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
     `text` overrides the body (a partial answer while streaming); `final`
     adds the sources (or the related entries when the answer abstained).
     """
-    parts = [notices_html(answer.notices), searched_html(answer)]
+    parts = [notices_html(answer.notices)]
     if answer.abstained:
         parts.append(abstained_html(answer))
     else:
@@ -576,4 +577,4 @@ NOTEBOOK_CSS = """
 
 def notebook_html(answer: Answer) -> str:
     """A self-contained view of an Answer for Jupyter: what was searched, the answer, numbered sources."""
-    return f'<style>{NOTEBOOK_CSS}</style><div class="rl-nb">{answer_html(answer)}</div>'
+    return f'<style>{NOTEBOOK_CSS}</style><div class="rl-nb">{searched_html(answer)}{answer_html(answer)}</div>'

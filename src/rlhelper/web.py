@@ -124,6 +124,8 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         return
 
     entry_for = getattr(helper, "entry", None)
+    # Under the user's own message, not in the answer: the answer holds doc text only.
+    history[-2] = _message("user", render.user_html(query) + render.searched_html(answer))
     if llm is not None and llm.enabled and answer.abstained:
         answer = dataclasses.replace(answer, notices=[
             *answer.notices, "No entry matched, so your LLM was not asked: it would have nothing to ground an answer in."])
