@@ -361,6 +361,7 @@ def feedback_export(output, as_eval, index):
         count = export(output or sys.stdout)
         click.echo(f"{count} feedback rows exported", err=True)
         return
+    from .api import _resolve_index_path
     from .query import normalize_query
 
     entries = {e.id: e for e in _load_helper(index).entries}
@@ -372,8 +373,6 @@ def feedback_export(output, as_eval, index):
     items, left_out = eval_items(FeedbackStore().rows(), locate, lambda q: normalize_query(q).is_log)
     write_lines(items, output or sys.stdout)
     skipped = ", ".join(f"{n} {why}" for why, n in left_out.items() if n)
-    from .api import _resolve_index_path
-
     click.echo(f"{len(items)} eval items exported" + (f" (left out: {skipped})" if skipped else "")
                + f"; measure with `rlhelper eval --set FILE --index {_resolve_index_path(index)}`", err=True)
 

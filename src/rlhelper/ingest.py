@@ -207,6 +207,11 @@ def shaping_settings(embedder_id: str, max_tokens: int) -> dict:
             "embedder": embedder_id, "recipe": embed.RECIPE}
 
 
+def content_sha256(text: str) -> str:
+    """The hash of a document's text as read (`read_document`) that the manifest records."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def doc_hash(settings: dict, collection: str, doc: str, meta: dict, content_sha256: str) -> str:
     header = json.dumps({"settings": settings, "collection": collection, "doc": doc, "meta": meta},
                         sort_keys=True, ensure_ascii=False)
@@ -387,7 +392,7 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
     except DocumentError as exc:
         report.failed.append((str(source.path), _reason(exc, source.path)))
         return old
-    content = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    content = content_sha256(text)
     sha = doc_hash(settings, source.collection, source.doc, source.meta, content)
     if old is not None and same_space and old.record.get("sha256") == sha and old.entries:
         report.skipped += 1

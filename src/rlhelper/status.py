@@ -12,13 +12,14 @@ hashes, as ingest would).
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import confidence
+from .entries import read_document
 from .errors import DocumentError
+from .ingest import content_sha256, find_sources, parser_fingerprint
 
 
 @dataclass
@@ -77,8 +78,6 @@ def index_info(path: Path | str) -> IndexInfo:
 
 def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
     """What an ingest of the index's own folders would change, one line each."""
-    from .ingest import find_sources, parser_fingerprint
-
     reasons = []
     if index.bm25.stale:
         reasons.append(f"built with tokenizer {index.bm25.tokenizer_version}; searches refuse it until it is "
@@ -104,8 +103,6 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
 
 def _unindexable(file: Path) -> bool:
     """A file ingest skips (empty, binary, not UTF-8, ...): unindexed, yet nothing an ingest would add."""
-    from .entries import read_document
-
     try:
         read_document(file)
     except DocumentError:
@@ -120,13 +117,10 @@ def _changed(file: Path, record: dict) -> bool:
         return True
     if stat.st_size == record.get("size") and stat.st_mtime == record.get("mtime"):
         return False
-    from .entries import read_document
-
     try:
-        text = read_document(file)
+        return content_sha256(read_document(file)) != record.get("content_sha256")
     except DocumentError:
         return True
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() != record.get("content_sha256")
 
 
 def _abstention_model(embedder_id: str) -> tuple[str, str | None]:
