@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -341,6 +342,22 @@ def test_missing_index_says_how_to_build_it(tmp_path):
         assert f"No index at {missing}" in line and f"rlhelper ingest --index {missing}" in line
 
 
+def test_ingesting_a_folder_without_docs_fails_and_keeps_the_index(seeds_index, tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(seeds_index, index)
+    before = {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    whitespace = tmp_path / "blank.md"
+    whitespace.write_text("  \n\n")
+    line = one_line_error(rlhelper("ingest", "--index", str(index), str(empty)))
+    assert f"nothing indexed from {empty}" in line and "the index was left as it was" in line
+    done = rlhelper("ingest", "--index", str(index), str(whitespace))
+    assert done.returncode == 1 and f"skipped: {whitespace}: only whitespace" in done.stderr
+    assert {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()} == before
+    assert ask_json(index, "wake_up timed out after 60s")["citations"][0]["heading"] == WAKE_UP_HEADING
+
+
 def test_batch_with_an_unknown_filter_fails_once_not_per_line(seeds_index, tmp_path):
     batch = tmp_path / "b.jsonl"
     batch.write_text(json.dumps({"query": WAKE_UP}) + "\n" + json.dumps({"query": "OOM"}) + "\n")
@@ -420,6 +437,30 @@ def test_info_describes_the_index_and_names_documents_changed_since(tmp_path):
     (docs / "blob.rst").write_bytes(b"\x00\x01binary")
     assert rlhelper("ingest", str(docs), "--index", str(index), "-q").returncode == 0  # following the advice
     assert "up to date" in rlhelper("info", "--index", str(index)).stdout
+
+
+def test_info_of_files_picked_from_a_folder_watches_only_those_files(tmp_path):
+    docs, index = tmp_path / "mydocs", tmp_path / "index"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Guide\n\n## Error: foo failed\n\nSet `bar=1`.\n")
+    (docs / "b.md").write_text("# B\n\n## Timeout in qux\n\nRaise qux_timeout.\n")
+    assert rlhelper("ingest", str(docs / "a.md"), "--index", str(index), "-q").returncode == 0
+
+    picked = rlhelper("info", "--index", str(index))
+    assert f"files picked from {docs}" in picked.stdout and "up to date with its documents" in picked.stdout
+
+    (docs / "a.md").write_text((docs / "a.md").read_text() + "\n## Error: new one\n\nDo x.\n")
+    described = json.loads(rlhelper("info", "--index", str(index), "--json").stdout)
+    assert described["out_of_date"] == ["mydocs/a.md: changed since the build (cited lines may be off)"]
+    assert described["update_command"] == f"rlhelper ingest --index {index} {docs / 'a.md'}"
+    assert described["collections"][0]["whole_folder"] is False
+
+    assert rlhelper("ingest", str(docs), "--index", str(index), "-q").returncode == 0  # now the whole folder
+    whole = json.loads(rlhelper("info", "--index", str(index), "--json").stdout)
+    assert whole["collections"][0]["whole_folder"] is True and whole["collections"][0]["documents"] == 2
+    (docs / "c.md").write_text("# C\n\n## Another error\n\ntext\n")
+    assert json.loads(rlhelper("info", "--index", str(index), "--json").stdout)["out_of_date"] == [
+        "mydocs/c.md: new, not indexed yet"]
 
 
 def test_info_says_when_the_users_calibration_is_passed_over(seeds_index, tmp_path):

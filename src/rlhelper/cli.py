@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import RlhelperError
+from .errors import DocumentError, RlhelperError
 
 # Filters shared by ask / search / eval.
 _filters = [
@@ -69,7 +69,9 @@ def ingest(paths, collection, embedder, index, rebuild, quiet):
     PATHS may be any folders or files of .md, .mdx, .rst or .txt docs.
     """
     from .api import _resolve_index_path
+    from .ingest import NOTHING_TO_INDEX
     from .ingest import ingest as run_ingest
+    from .status import counted
 
     target = _resolve_index_path(index) if index else None
     bar_state = {}
@@ -90,20 +92,21 @@ def ingest(paths, collection, embedder, index, rebuild, quiet):
         if "bar" in bar_state:
             bar_state["bar"].__exit__(None, None, None)
     for note in report.notes:
-        click.secho(f"note: {note}", fg="yellow", err=True)
+        if note != NOTHING_TO_INDEX:  # the error below says it, with the paths
+            click.secho(f"note: {note}", fg="yellow", err=True)
     for path, message in report.warnings:
         click.secho(f"warning: {path}: {message}", fg="yellow", err=True)
     for path, reason in report.failed:
         click.secho(f"skipped: {path}: {reason}", fg="yellow", err=True)
+    if not report.documents:
+        # A script that ingests an empty or wrong folder should stop here, not go on to serve.
+        raise DocumentError(f"nothing indexed from {', '.join(map(str, paths)) or 'the shipped collections'}: "
+                            "no .md, .mdx, .rst or .txt document there produced entries; the index was left as it was")
     click.echo(
-        f"{_count(report.documents, 'document')} indexed ({report.updated} new or changed, {report.skipped} "
-        f"unchanged), {len(report.failed)} skipped; the index holds {_count(report.entries, 'entry', 'entries')}; "
+        f"{counted(report.documents, 'document')} indexed ({report.updated} new or changed, {report.skipped} "
+        f"unchanged), {len(report.failed)} skipped; the index holds {counted(report.entries, 'entry', 'entries')}; "
         f"{report.seconds:.1f} s -> {report.index}"
     )
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 @main.command()

@@ -71,6 +71,9 @@ SHAPING_MODULES = ("parse/*.py", "entries.py", "tokens.py", "lexical.py")
 Progress = Callable[[int, int, str], None]
 
 
+NOTHING_TO_INDEX = "nothing to index: no document produced entries; the index was left as it was"
+
+
 @dataclass
 class IngestReport:
     """What an ingest did. `documents` counts this run's documents now in the index (parsed
@@ -136,7 +139,8 @@ def find_sources(sources: Sequence[Path] | None, collection: str | None = None) 
             name = collection or source.resolve().parent.name
             if source.suffix.lower() in DOC_SUFFIXES:
                 found.docs.append(SourceDoc(name, source.name, source, {}))
-                found.collections.setdefault(name, {"title": name, "source": str(source.resolve().parent)})
+                found.collections.setdefault(name, {"title": name, "source": str(source.resolve().parent),
+                                                    "whole_folder": False})
             else:
                 found.notes.append(f"{source}: ignored, not a .md, .mdx, .rst or .txt document")
         else:
@@ -151,6 +155,7 @@ def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
     name = collection or (manifest or {}).get("collection") or folder.resolve().name
     found.replaced.add(name)
     info = found.collections.setdefault(name, {"title": name, "source": str(folder.resolve())})
+    info["whole_folder"] = True
     if manifest is not None:
         info["title"] = manifest.get("title") or name
         for record in manifest.get("documents") or []:
@@ -282,7 +287,7 @@ def ingest(
 
         docs = _plan(found, previous, same_space, settings, max_tokens, report)
         if not any(d.entries for d in docs):
-            report.notes.append("nothing to index: no document produced entries; the index was left as it was")
+            report.notes.append(NOTHING_TO_INDEX)
             report.seconds = time.perf_counter() - started
             return report
         unchanged = (
@@ -478,7 +483,11 @@ def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifes
     merged = merge_duplicates(parsed)
     rows = _source_rows(parsed, merged)
     collections = dict((old_manifest or {}).get("collections", {}))
-    collections.update(found.collections)
+    for name, info in found.collections.items():
+        # Picked files add to a collection; once its whole folder was read, status watches all of it.
+        prior = collections.get(name)
+        whole = info["whole_folder"] or (prior is not None and prior.get("whole_folder", True))
+        collections[name] = {**(prior or {}), **info, "whole_folder": whole}
     counts: dict[str, int] = {}
     for d in docs:
         counts[d.key[0]] = counts.get(d.key[0], 0) + 1

@@ -29,6 +29,7 @@ class CollectionInfo:
     source: str
     documents: int
     entries: int
+    whole_folder: bool = True  # False: only files picked from `source` were ever ingested
 
 
 @dataclass
@@ -61,7 +62,7 @@ def index_info(path: Path | str) -> IndexInfo:
     per_collection = Counter(e.collection for e in entries)
     collections = [
         CollectionInfo(name, str(meta.get("title") or name), str(meta.get("source") or ""),
-                       int(meta.get("documents") or 0), per_collection.get(name, 0))
+                       int(meta.get("documents") or 0), per_collection.get(name, 0), bool(meta.get("whole_folder", True)))
         for name, meta in manifest.get("collections", {}).items()
     ]
     abstention_model, note = _abstention_model(index.embedder_id)
@@ -86,6 +87,9 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
         reasons.append("built by another version of the parser: entries may be cut differently now")
     recorded = {(d["collection"], d["doc"]): d for d in index.manifest.get("documents", [])}
     for c in collections:
+        if not c.whole_folder:
+            reasons += _picked_files_out_of_date(c, recorded)
+            continue
         if not Path(c.source).is_dir():
             reasons.append(f"{c.name}: its folder {c.source} is gone")
             continue
@@ -98,6 +102,20 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
                 reasons.append(f"{c.name}/{key[1]}: changed since the build (cited lines may be off)")
         reasons += [f"{c.name}/{doc}: indexed, but gone from {c.source}"
                     for name, doc in recorded if name == c.name and (name, doc) not in present]
+    return reasons
+
+
+def _picked_files_out_of_date(c: CollectionInfo, recorded: dict) -> list[str]:
+    """A collection of files picked from a folder: its other files are not the index's business."""
+    reasons = []
+    for (name, doc), record in recorded.items():
+        if name != c.name:
+            continue
+        file = Path(record.get("source") or Path(c.source) / doc)
+        if not file.is_file():
+            reasons.append(f"{c.name}/{doc}: indexed, but {file} is gone")
+        elif _changed(file, record):
+            reasons.append(f"{c.name}/{doc}: changed since the build (cited lines may be off)")
     return reasons
 
 
@@ -148,8 +166,9 @@ def render_info(info: IndexInfo) -> str:
     ]
     width = max((len(c.name) for c in info.collections), default=0)
     for c in info.collections:
-        lines.append(f"  {c.name:<{width}}  {c.documents} documents, {c.entries} entries  {c.title}")
-        lines.append(f"  {'':<{width}}  from {c.source}")
+        title = f"  {c.title}" if c.title != c.name else ""
+        lines.append(f"  {c.name:<{width}}  {counted(c.documents, 'document')}, {counted(c.entries, 'entry', 'entries')}{title}")
+        lines.append(f"  {'':<{width}}  {'from' if c.whole_folder else 'files picked from'} {c.source}")
     lines.append("frameworks  " + ", ".join(f"{name} {n}" for name, n in info.frameworks.items()))
     lines.append("languages   " + ", ".join(f"{name} {n}" for name, n in info.languages.items()))
     if info.out_of_date:
@@ -160,3 +179,7 @@ def render_info(info: IndexInfo) -> str:
     lines += [f"note: {note}" for note in info.notes]
     return "\n".join(lines)
 
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """'1 document', '2 documents', '1,200 entries'."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"

@@ -122,29 +122,41 @@ def rebuild_hint(path: Path, *, rebuild: bool = True) -> str:
         return f"`{command}` with the folders the index was built from"
     if _are_shipped(sources):
         return f"`{command}`"
-    if all(Path(folder).name == name for name, folder in sources.items()):  # names default to folder names
-        return f"`{command} {' '.join(show(Path(f)) for f in sources.values())}`"
+    if all(_default_name(paths, whole) == name for name, (paths, whole) in sources.items()):
+        return f"`{command} {' '.join(show(Path(p)) for paths, _ in sources.values() for p in paths)}`"
     # One collection name per run: the first run rebuilds, the others add.
-    runs = [f"`{command if i == 0 else command.replace(' --rebuild', '')} {show(Path(f))} --collection {name}`"
-            for i, (name, f) in enumerate(sources.items())]
+    runs = [f"`{command if i == 0 else command.replace(' --rebuild', '')} "
+            f"{' '.join(show(Path(p)) for p in paths)} --collection {name}`"
+            for i, (name, (paths, _)) in enumerate(sources.items())]
     return ", then ".join(runs)
 
 
-def _recorded_sources(path: Path) -> dict[str, str] | None:
-    """Collection name -> source folder, from the index's manifest (None when it cannot be read)."""
+def _recorded_sources(path: Path) -> dict[str, tuple[list[str], bool]] | None:
+    """Collection name -> (what to ingest again, whether that is its whole folder): the folder, or
+    the files picked from it when no run read the whole folder. None when the manifest cannot be read."""
     try:
         folder = live_folder(path)
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if folder else None
-        sources = {name: str(info["source"]) for name, info in manifest["collections"].items()}
+        sources = {}
+        for name, info in manifest["collections"].items():
+            picked = [str(d["source"]) for d in manifest.get("documents", []) if d["collection"] == name]
+            whole = info.get("whole_folder", True) or not picked
+            sources[name] = ([str(info["source"])], True) if whole else (picked, False)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return sources or None
 
 
-def _are_shipped(sources: dict[str, str]) -> bool:
+def _default_name(paths: list[str], whole_folder: bool) -> str | None:
+    """The collection name ingest gives these paths when none is passed: the folder's name."""
+    folders = {Path(p) if whole_folder else Path(p).parent for p in paths}
+    return folders.pop().name if len(folders) == 1 else None
+
+
+def _are_shipped(sources: dict[str, tuple[list[str], bool]]) -> bool:
     shipped = config.corpus_dir()
-    return all(name in config.DEFAULT_COLLECTIONS and os.path.abspath(folder) == os.path.abspath(shipped / name)
-               for name, folder in sources.items())
+    return all(name in config.DEFAULT_COLLECTIONS and whole and os.path.abspath(paths[0]) == os.path.abspath(shipped / name)
+               for name, (paths, whole) in sources.items())
 
 
 def stale_error(path: Path, built_with: str, current: str) -> IndexStaleError:
