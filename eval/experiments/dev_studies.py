@@ -410,9 +410,41 @@ def query_shape(study: Study) -> None:
             print(f"BM25 weight {error_weight} for error lines, {question_weight} for questions:", figures(ranks))
 
 
+def abstain_language(study: Study) -> None:
+    """The query's script as an abstention signal: Chinese questions reach English entries through
+    the glossary and bigrams, so their lexical signals run lower at the same quality."""
+    r = study.retriever
+
+    def signals(item, allowed) -> dict:
+        normalized = normalize_query(item.query)
+        ranking = r.rank(normalized, allowed)
+        s = r.signals(normalized.text, ranking, allowed)
+        han = float(any("\u4e00" <= ch <= "\u9fff" for ch in item.query))
+        return {"cosine": s.cosine, "margin": s.margin, "lexical_match": s.lexical_match, "coverage": s.coverage,
+                "length": s.length, "han": han, "han_lexical": han * s.lexical_match, "han_cosine": han * s.cosine}
+
+    rows = _signal_rows(study, signals)
+    for label, group in zip(("answerable", "near misses", "unanswerable"), rows, strict=True):
+        han = [g for g in group if g["han"]]
+        print(f"{label}: {len(han)} Chinese of {len(group)}")
+    shipped = ["cosine", "margin", "lexical_match", "coverage", "length"]
+    _leave_one_out(rows, [shipped, shipped + ["han"], shipped + ["han", "han_lexical"],
+                          shipped + ["han", "han_cosine"]])
+    positives, _, unanswerable = rows
+    for names in (shipped, shipped + ["han"]):
+        pos = np.array([[row[n] for n in names] for row in positives])
+        unans = np.array([[row[n] for n in names] for row in unanswerable])
+        w, b = fit_logistic(pos, np.vstack([unans, np.array([[row[n] for n in names] for row in rows[1]])]))
+        cut = np.quantile(pos @ w + b, 0.05)
+        zh_pos = [i for i, row in enumerate(positives) if row["han"]]
+        print(f"{'+'.join(names)}: Chinese answerable abstained (in-sample) "
+              f"{np.mean((pos @ w + b)[zh_pos] < cut):.2f}, English {np.mean(np.delete(pos @ w + b, zh_pos) < cut):.2f}")
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
-           "framework-fallback": framework_fallback, "query-shape": query_shape}
+           "framework-fallback": framework_fallback, "query-shape": query_shape,
+           "abstain-language": abstain_language}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
