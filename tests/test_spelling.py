@@ -36,6 +36,25 @@ def test_what_is_left_alone(typed):
     assert Corrector(VOCABULARY).corrections(typed) == []
 
 
+@pytest.mark.parametrize(("typed", "near"), [
+    ("taken", "token"), ("pausing", "parsing"), ("stage", "stale"), ("switched", "switche"),
+    ("passe", "parse"),  # the tokenizer's "passes" without its plural s
+])
+def test_an_english_word_the_docs_do_not_use_is_not_a_typo(typed, near):
+    assert Corrector({near}).corrections(typed) == []
+    assert Corrector({near}, is_word=lambda word: False).corrections(typed) == [near]  # the dictionary decides
+
+
+def test_a_misspelt_question_is_answered_not_abstained(seeds_index):
+    helper = Helper.load(seeds_index)
+    answer = helper.ask("out of memroy durnig rolout with vlm")
+    assert not answer.abstained and answer.citations[0].heading == "OOM during rollout (vLLM)"
+    terms = helper._retriever.rank(normalize_query("out of memroy durnig rolout"),
+                                   helper._retriever.allowed_mask()).terms
+    tokens, words = terms.as_meant()  # what the abstention signals weigh
+    assert {"memory", "during", "rollout"} <= set(words) and "memroy" not in tokens
+
+
 def test_a_misspelt_question_finds_its_entry(seeds_index):
     helper = Helper.load(seeds_index)
     assert helper.search("ilegal memroy acess", k=1)[0].entry.heading == "Illegal memory access"
