@@ -62,3 +62,12 @@ def test_a_misspelt_question_finds_its_entry(seeds_index):
     terms = retriever.rank(normalize_query("ilegal memroy acess"), retriever.allowed_mask()).terms
     assert {"illegal", "memory", "access"} <= set(terms.extra)  # searched as hints; the typed words stay
     assert {"ilegal", "memroy", "acess"} <= set(terms.words)
+
+
+def test_a_misspelt_framework_name_still_points_at_its_framework(seeds_index):
+    helper = Helper.load(seeds_index)
+    assert {hit.entry.framework for hit in helper.search("weight sync timeout", k=3)} != {"slime"}
+    assert {hit.entry.framework for hit in helper.search("weight sync timeout in skime", k=3)} == {"slime"}
+    retriever = helper._retriever
+    terms = retriever.rank(normalize_query("gloo timeout in rilnf"), retriever.allowed_mask()).terms
+    assert terms.misspelt_frameworks() == {"rlinf": 0.5}

@@ -102,6 +102,7 @@ def _visible(line: str) -> str:
 # (a `trainer.` key and a `rollout.` key) stay weaker than one strong one.
 _K = r"(?<![\w.])"  # a config key starts here, not inside actor_rollout_ref.rollout.x
 _NOT_CALL = r"(?![\w.]*\()"  # ...and is not a method call in quoted code (trainer.fit())
+HINTED_NAMES = frozenset({"verl", "skyrl", "slime", "rlinf", "sglang", "vllm"})  # the keys of the hints
 _FRAMEWORK_HINTS: list[tuple[re.Pattern, dict[str, float]]] = [
     (re.compile(p, flags), evidence)
     for p, flags, evidence in [
