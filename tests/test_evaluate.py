@@ -279,6 +279,17 @@ def test_format_table_shows_modes_and_breakdowns(result):
     text = ev.format_table(result)
     assert "Recall@1" in text and "lexical" in text and "hybrid" in text
     assert "By document" in text and "Cross-lingual" in text
+    # per group, the share of answerable items abstained on: a3 (000_a) abstained, a1 did not
+    header = next(line for line in text.splitlines() if line.startswith("doc "))
+    row = next(line for line in text.splitlines() if line.startswith("000_a.txt"))
+    assert "wrongly abstained" in header
+    column = header.index("wrongly abstained") + len("wrongly abstained")
+    assert row[:column].rstrip().endswith(_fmt_slash(result.breakdown("doc", m)["000_a.txt"]["wrongly_abstained"]
+                                                     for m in result.modes))
+
+
+def _fmt_slash(values) -> str:
+    return " / ".join(f"{v:.3f}" for v in values)
 
 
 def test_write_report_writes_markdown_chart_and_json(result, tmp_path):

@@ -673,9 +673,11 @@ def _breakdown_rows(result: EvalResult, name: str) -> tuple[list[str], list[list
     per_mode = {m: result.breakdown(name, m) for m in result.modes}
     groups = list(per_mode[result.modes[0]])
     slash = lambda key, g: " / ".join(_fmt(per_mode[m][g][key]) for m in result.modes)  # noqa: E731
-    header = [name, "n", "R@1", "R@3", "R@5", "MRR@10", "correct end to end"]
+    # Wrongly abstained per group: a language or kind the abstention model is unfair to shows here.
+    header = [name, "n", "R@1", "R@3", "R@5", "MRR@10", "wrongly abstained", "correct end to end"]
     rows = [[g, str(per_mode[result.modes[0]][g]["n"]), slash("recall@1", g), slash("recall@3", g),
-             slash("recall@5", g), slash("mrr@10", g), slash("correct", g)] for g in groups]
+             slash("recall@5", g), slash("mrr@10", g), slash("wrongly_abstained", g), slash("correct", g)]
+            for g in groups]
     return header, rows
 
 
