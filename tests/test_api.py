@@ -93,6 +93,22 @@ def test_ask_abstains_when_nothing_answers(helper):
     assert answer.text.startswith("No matching entry in the docs")
 
 
+@pytest.mark.parametrize(("question", "heading"), [
+    ("verl 用 vllm 做 rollout 的时候显存不够", "OOM during rollout (vLLM)"),
+    ("SGLang 权重同步的时候卡住了 一直不动", "Issue: Weight Sync Timeout"),
+])
+def test_a_chinese_question_answered_by_an_english_entry_is_not_abstained(full_helper, question, heading):
+    # Judged on the glossary's English terms, not on Chinese bigrams no English entry holds.
+    answer = full_helper.ask(question)
+    assert not answer.abstained and answer.citations[0].heading == heading
+
+
+@pytest.mark.parametrize("question", ["怎么烤面包", "今天天气怎么样"])  # how to bake bread; the weather today
+def test_an_off_topic_chinese_question_abstains(full_helper, question):
+    # "怎么" alone matched an FAQ heading "…怎么办？": question words are not evidence.
+    assert full_helper.ask(question).abstained
+
+
 def test_an_exact_error_is_a_plain_answer_not_a_weak_match(wake_up):
     assert not wake_up.weak_match and not any(n.startswith("Weak match") for n in wake_up.notices)
 

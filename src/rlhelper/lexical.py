@@ -83,6 +83,7 @@ _LETTER = "0-9A-Za-z_\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
 _TOKEN = re.compile(
     rf"(?P<han>[{_HAN}]+)|(?P<word>(?:(?<![\w\-])--)?[{_LETTER}]+(?:[.\-][{_LETTER}]+)*)"
 )
+_HAS_HAN = re.compile(f"[{_HAN}]")
 _SEPARATORS = re.compile(r"[._\-]+")
 _HAS_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]{2}")
 # Product names whose inner capitals are not word boundaries; found in the docs
@@ -106,8 +107,22 @@ STOPWORDS = frozenset(
     few more most other some own same please etc e.g i.e eg ie via""".split()
 )
 
+# The same words in Chinese, as the bigrams and single characters the tokenizer makes of them:
+# question scaffolding ("怎么办", "如何", "为什么") and pronouns or particles. The index keeps
+# them (they sit inside bigrams that find the Chinese entries); the abstention signals drop
+# them, or "怎么烤面包" (how to bake bread) matched an FAQ heading "…怎么办？" on "怎么" alone.
+CHINESE_FUNCTION_WORDS = frozenset(
+    """怎么 怎样 么办 么样 如何 什么 为什 为何 是否 哪些 哪个 哪里 能否 可以 应该 一下 时候 的时
+    我的 我们 这个 那个 这样 到底 了吗 了怎 该怎 的 了 吗 呢 吧 是 我 在 和 与""".split()
+)
+
 
 # --- tokenizer ----------------------------------------------------------------
+
+def has_han(text: str) -> bool:
+    """Whether the text holds Chinese characters."""
+    return _HAS_HAN.search(text) is not None
+
 
 def tokenize(text: str) -> list[str]:
     """Lowercased search tokens of `text` (English, identifiers and Chinese).
