@@ -10,8 +10,9 @@ thing from one query to the next:
     lexical_match  the top entry's BM25 score over the most this query could
                    score (every term matched, saturated)
     coverage       IDF-weighted share of the query's distinct tokens that the
-                   top entry contains
-    length         ln(1 + the query's token count): the two lexical signals
+                   top entry contains (a typo read as its correction; a Chinese
+                   query against an English entry: its glossary terms)
+    length         ln(1 + the count of query words the lexical signals weigh): they
                    shrink as a query grows (a long question or error line has
                    words no entry repeats), and the length lets the model read
                    them at the query's size
@@ -90,7 +91,7 @@ class Signals:
     margin: float
     lexical_match: float
     coverage: float
-    length: float = 0.0  # ln(1 + number of query tokens)
+    length: float = 0.0  # ln(1 + number of query words weighed: typos corrected, Chinese particles out)
     heading_coverage: float = 0.0  # the same share within the entry's headings only (not a model input)
 
     def vector(self) -> np.ndarray:
