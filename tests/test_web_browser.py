@@ -164,6 +164,18 @@ def test_ask_see_citation_expand_copy_vote(page, seeds_url, feedback_db, tmp_pat
     assert page.dialogs == []
 
 
+def test_chat_messages_are_labelled_with_their_text_not_their_html(page, seeds_url):
+    page.goto(seeds_url)
+    ask(page, QUESTION)
+    answer = page.locator("#rl-chat [data-testid='bot']").last
+    page.wait_for_function("el => el.getAttribute('aria-label').startsWith('Answer: ')", arg=answer.element_handle())
+    label = answer.get_attribute("aria-label")
+    assert "<" not in label.split("Answer: ", 1)[1][:200] and "class=" not in label
+    assert " ".join(answer.inner_text().split())[:100] in label  # the text a sighted reader sees
+    asked = page.locator("#rl-chat [data-testid='user']").last.get_attribute("aria-label")
+    assert asked.startswith("Your message: ") and QUESTION.split()[0] in asked and "<p>" not in asked
+
+
 def test_example_prompt_in_chinese(page, seeds_url):
     page.goto(seeds_url)
     page.locator("button.example", has_text="显存不足").click()

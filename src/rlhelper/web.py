@@ -350,6 +350,26 @@ HEAD = """
       navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
     } else { fallbackCopy(text); done(); }
   }, true);
+  // Gradio labels each chat message with its raw HTML ("bot's message: <div class=...");
+  // a screen reader would read the markup. Label it with its text instead.
+  var WHO = {bot: "Answer: ", user: "Your message: "};
+  function relabel(el) {
+    var who = WHO[el.getAttribute("data-testid")];
+    if (!who) return;
+    var text = who + (el.innerText || el.textContent || "").replace(/\\s+/g, " ").trim();
+    if (el.getAttribute("aria-label") !== text) el.setAttribute("aria-label", text);  // unchanged: no new mutation
+  }
+  new MutationObserver(function (changes) {
+    changes.forEach(function (change) {
+      var root = change.target;
+      if (root.nodeType !== 1) root = root.parentElement;
+      if (!root) return;
+      var el = root.closest && root.closest("[data-testid][aria-label]");
+      if (el) relabel(el);
+      if (root.querySelectorAll) root.querySelectorAll("[data-testid][aria-label]").forEach(relabel);
+    });
+  }).observe(document.documentElement, {subtree: true, childList: true, characterData: true,
+                                        attributes: true, attributeFilter: ["aria-label"]});
 })();
 </script>
 """
