@@ -351,3 +351,28 @@ def test_asking_with_the_default_embedder_loads_no_torch_gradio_or_langchain(see
     loaded = set(json.loads(done.stdout.replace("'", '"')))
     assert "numpy" in loaded  # it did search
     assert not loaded & set(HEAVY)
+
+
+def test_an_answer_citing_a_document_edited_since_the_build_says_its_lines_may_be_off(tmp_path):
+    from rlhelper.ingest import ingest
+
+    docs = tmp_path / "mydocs"
+    docs.mkdir()
+    guide = docs / "guide.md"
+    original = "# Guide\n\n## Error: foo failed\n\nSet `bar=1` in the config.\n\n## Ray hangs\n\nRestart ray.\n"
+    guide.write_text(original)
+    (docs / "other.md").write_text("# Other\n\n## Timeout in qux\n\nRaise qux_timeout.\n")
+    ingest([docs], index=tmp_path / "index")
+    helper = Helper.load(tmp_path / "index")
+    assert not any("changed since" in n for n in helper.ask("Error: foo failed").notices)
+
+    guide.write_text("# Guide\n\nA new intro line.\n\n" + original.split("\n\n", 1)[1])
+    notices = helper.ask("Error: foo failed").notices
+    assert [n for n in notices if "changed since" in n] == [
+        f"guide.md changed since the index was built, so the cited lines may be off: run "
+        f"`rlhelper ingest --index {tmp_path / 'index'} {docs}` to update it."]
+    assert not any("changed since" in n for n in helper.ask("Timeout in qux").notices)  # other.md is as built
+
+    guide.write_text(original)  # the same text again, with a new mtime: the content hash decides
+    os.utime(guide, (1, 1))
+    assert not any("changed since" in n for n in helper.ask("Error: foo failed").notices)

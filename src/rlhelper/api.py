@@ -108,7 +108,7 @@ class Helper:
         notices = list(result.notices)
         if result.abstained and (framework or collection or lang):
             notices += self._outside_the_filters(query, mode)
-        return build_answer(
+        answer = build_answer(
             query,
             result.normalized_query,
             result.hits,
@@ -119,6 +119,22 @@ class Helper:
             named_frameworks=result.normalized.frameworks,
             indexed_frameworks=self.frameworks,
         )
+        answer.notices += self._changed_sources(answer)
+        return answer
+
+    def _changed_sources(self, answer: Answer) -> list[str]:
+        """A notice per cited document edited since the build: its cited line numbers may be off."""
+        from .status import changed_since_build
+        from .store import rebuild_hint
+
+        cited = dict.fromkeys((c.collection, c.doc) for c in answer.citations)  # once each, in order
+        changed = [doc for collection, doc in cited if changed_since_build(self._documents.get((collection, doc), {}))]
+        return [f"{doc} changed since the index was built, so the cited lines may be off: run "
+                f"{rebuild_hint(self.index.path, rebuild=False)} to update it." for doc in changed]
+
+    @cached_property
+    def _documents(self) -> dict[tuple[str, str], dict]:
+        return {(d["collection"], d["doc"]): d for d in self.index.manifest.get("documents", [])}
 
     def _outside_the_filters(self, query: str, mode: str) -> list[str]:
         """When a filtered search finds nothing, whether the whole index has an answer: a filter

@@ -4,10 +4,10 @@
     render_info(info) -> the text `rlhelper info` prints
 
 Answers cite line ranges, so an index older than its documents can point a
-reader at the wrong lines; this is the one place that says so before a
-search does. It reads the manifest and the entries, and re-reads a document
-only when its size or mtime moved since the build (then compares content
-hashes, as ingest would).
+reader at the wrong lines. This says so for the whole index; an answer says
+so for the documents it cites (changed_since_build, from Helper.ask). Both
+read the manifest, and re-read a document only when its size or mtime moved
+since the build (then compare content hashes, as ingest would).
 """
 
 from __future__ import annotations
@@ -126,6 +126,12 @@ def _unindexable(file: Path) -> bool:
     except DocumentError:
         return True
     return False
+
+
+def changed_since_build(record: dict) -> bool:
+    """Whether the document a manifest record describes is gone or changed since the build."""
+    source = record.get("source")
+    return bool(source) and _changed(Path(source), record)
 
 
 def _changed(file: Path, record: dict) -> bool:
