@@ -376,3 +376,7 @@ def test_an_answer_citing_a_document_edited_since_the_build_says_its_lines_may_b
     guide.write_text(original)  # the same text again, with a new mtime: the content hash decides
     os.utime(guide, (1, 1))
     assert not any("changed since" in n for n in helper.ask("Error: foo failed").notices)
+
+    guide.unlink()
+    assert f"guide.md is no longer at {guide}: the answer quotes the text indexed before it was moved or deleted." \
+        in helper.ask("Error: foo failed").notices

@@ -127,10 +127,17 @@ class Helper:
         from .status import changed_since_build
         from .store import rebuild_hint
 
-        cited = dict.fromkeys((c.collection, c.doc) for c in answer.citations)  # once each, in order
-        changed = [doc for collection, doc in cited if changed_since_build(self._documents.get((collection, doc), {}))]
-        return [f"{doc} changed since the index was built, so the cited lines may be off: run "
-                f"{rebuild_hint(self.index.path, rebuild=False)} to update it." for doc in changed]
+        notices = []
+        for collection, doc in dict.fromkeys((c.collection, c.doc) for c in answer.citations):  # once each
+            record = self._documents.get((collection, doc), {})
+            what = changed_since_build(record)
+            if what == "changed":
+                notices.append(f"{doc} changed since the index was built, so the cited lines may be off: run "
+                               f"{rebuild_hint(self.index.path, rebuild=False)} to update it.")
+            elif what == "gone":
+                notices.append(f"{doc} is no longer at {record['source']}: the answer quotes the text indexed "
+                               f"before it was moved or deleted.")
+        return notices
 
     @cached_property
     def _documents(self) -> dict[tuple[str, str], dict]:

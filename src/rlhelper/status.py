@@ -128,10 +128,14 @@ def _unindexable(file: Path) -> bool:
     return False
 
 
-def changed_since_build(record: dict) -> bool:
-    """Whether the document a manifest record describes is gone or changed since the build."""
+def changed_since_build(record: dict) -> str | None:
+    """"gone" or "changed" when the document a manifest record describes is so since the build."""
     source = record.get("source")
-    return bool(source) and _changed(Path(source), record)
+    if not source:
+        return None
+    if not Path(source).is_file():
+        return "gone"
+    return "changed" if _changed(Path(source), record) else None
 
 
 def _changed(file: Path, record: dict) -> bool:
