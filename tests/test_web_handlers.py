@@ -61,6 +61,20 @@ def hrefs(html: str) -> list[str]:
 # -- answers --------------------------------------------------------------------------------
 
 
+def test_a_follow_up_in_the_same_chat_is_read_with_the_last_answered_question(helper):
+    steps, session = run(helper, WEIGHT_SYNC)
+    assert session["previous"] is not None and not session["previous"].abstained
+    steps, session = run(helper, "how do i bake bread", session=session, history=steps[-1])  # abstains
+    assert session["previous"].query == WEIGHT_SYNC  # an abstained answer is nothing to follow up on
+    steps, session = run(helper, "what about slime?", session=session, history=steps[-1])
+    html = final_html(steps)
+    assert "Read as a follow-up to your previous question" in html and "in slime&#x27;s docs" in html
+    assert "Issue: Weight Sync Timeout" in html
+    assert web.new_session()["previous"] is None  # the bin icon clears it with the chat
+    steps, _ = run(helper, "what about slime?")  # a new chat: searched on its own
+    assert "Read as a follow-up" not in final_html(steps)
+
+
 def test_answer_streams_in_then_shows_numbered_citations(helper):
     expected = helper.ask(WEIGHT_SYNC, k=web.TOP_K)
     assert not expected.abstained

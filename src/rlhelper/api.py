@@ -12,11 +12,12 @@ dense search, so a lexical-only use never pays for it.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 from pathlib import Path
 
-from . import config
-from .answer import build_answer
+from . import config, followup
+from .answer import FRAMEWORK_NAMES, build_answer
 from .errors import QueryError
 from .retrieve import Retrieval, Retriever
 from .schema import Answer, Entry, Hit
@@ -68,10 +69,11 @@ class Helper:
     # -- searching -----------------------------------------------------------------
 
     def retrieve(self, query: str, k: int = 10, *, framework=None, collection=None, lang=None,
-                 mode: str = "hybrid") -> Retrieval:
-        """Full search result: hits, normalised query, truncation, abstention and its confidence."""
+                 mode: str = "hybrid", exclude=()) -> Retrieval:
+        """Full search result: hits, normalised query, truncation, abstention and its confidence.
+        `exclude`: entry ids whose sections to leave out."""
         filters = self.filters(framework=framework, collection=collection, lang=lang)
-        return self._retriever.search(query, k=k, mode=mode, **filters)
+        return self._retriever.search(query, k=k, mode=mode, exclude=exclude, **filters)
 
     def filters(self, *, framework=None, collection=None, lang=None) -> dict:
         """Filter values as the index spells them (any case accepted). A value the index does not
@@ -102,11 +104,50 @@ class Helper:
         return self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode).hits
 
     def ask(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
-            mode: str = "hybrid") -> Answer:
-        """A grounded extractive answer with numbered citations, or an honest abstention."""
-        result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode)
+            mode: str = "hybrid", previous: Answer | None = None) -> Answer:
+        """A grounded extractive answer with numbered citations, or an honest abstention.
+
+        `previous`, the answer before this one in a conversation, lets a short follow-up
+        ("what about verl?", "and on multiple nodes?") be read with the question it follows
+        (followup.py). The answer says so when it was.
+        """
+        search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode}
+        if previous is None or previous.abstained or not followup.is_short(query) \
+                or not followup.knows_a_word(query, self.index.bm25.vocabulary):
+            return self._answer(query, **search)  # "thanks", a new question: never the last topic's entries
+        cued = followup.has_cue(query)
+        alone = None if cued else self._answer(query, **search)
+        if alone is not None and not alone.abstained:
+            return alone
+        read, swapped = self._read_as_follow_up(query, previous, **search)
+        if swapped and (cued or not read.abstained):
+            return read  # "what about slime?" that slime's docs do not answer says so: not "Installing slime"
+        if not read.abstained and followup.in_heading(query, read.hits[0].entry):
+            return read
+        return alone or self._answer(query, **search)
+
+    def _read_as_follow_up(self, query: str, previous: Answer, **search) -> tuple[Answer, bool]:
+        """The previous question asked again with this message, among the entries it did not quote;
+        and whether the message moved it to another framework."""
+        swapped = followup.framework_named(query)
+        asked_before = {hit.entry.framework for hit in previous.hits[:1]}
+        own_filter = not (swapped in self.frameworks and swapped not in asked_before and not search["framework"])
+        if not own_filter:
+            search = {**search, "framework": swapped}  # "what about slime?": slime's entries, not a boost
+        answer = self._answer(followup.read_with(query, previous.normalized_query), **search,
+                              exclude=[c.entry_id for c in previous.citations], users_filters=own_filter)
+        head = " ".join(previous.query.split())
+        head = head if len(head) <= 80 else head[:79] + "…"
+        within = "" if own_filter else f", in {FRAMEWORK_NAMES.get(swapped, swapped)}'s docs"
+        notice = f"Read as a follow-up to your previous question (“{head}”){within}."
+        return dataclasses.replace(answer, query=query, notices=[notice, *answer.notices]), not own_filter
+
+    def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
+                users_filters: bool = True) -> Answer:
+        result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode,
+                               exclude=exclude)
         notices = list(result.notices)
-        if result.abstained and (framework or collection or lang):
+        if result.abstained and (framework or collection or lang) and users_filters:
             notices += self._outside_the_filters(query, mode)
         answer = build_answer(
             query,

@@ -44,6 +44,7 @@ about the top entry.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
@@ -182,7 +183,9 @@ class Retriever:
         collection=None,
         lang=None,
         mode: str = "hybrid",
+        exclude: Iterable[str] = (),
     ) -> Retrieval:
+        """`exclude`: entry ids whose sections are left out (a follow-up wants something new)."""
         if mode not in MODES:
             raise QueryError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
         query = check_query(query)
@@ -190,6 +193,9 @@ class Retriever:
         if not normalized.text.strip():
             raise QueryError("Nothing searchable was left in the query after removing log noise; paste the error line.")
         allowed = self.allowed_mask(framework=framework, collection=collection, lang=lang)
+        if exclude:
+            left_out = {section_key(self.index.entries[self.index.row_of(i)]) for i in exclude}
+            allowed &= ~np.array([section_key(e) in left_out for e in self.index.entries])
         ranking = self.rank(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
 
         hits = [

@@ -67,8 +67,9 @@ EXAMPLES = [
 
 
 def new_session() -> dict:
-    """Per-browser-session state: what each answer was (for votes) and the last vote."""
-    return {"answers": {}, "last_vote": None}
+    """Per-browser-session state: what each answer was (for votes), the last vote, and the last
+    answer that found an entry (a follow-up is read with its question)."""
+    return {"answers": {}, "last_vote": None, "previous": None}
 
 
 def filter_value(choice: str | None) -> str | None:
@@ -111,7 +112,7 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
     yield history, session
     try:
         answer = helper.ask(query, k=TOP_K, framework=filter_value(framework),
-                            collection=filter_value(collection))
+                            collection=filter_value(collection), previous=session.get("previous"))
     except RlhelperError as err:
         history[-1] = _message("assistant", render.error_html(str(err)))
         yield history, session
@@ -123,6 +124,8 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         yield history, session
         return
 
+    if not answer.abstained:
+        session["previous"] = answer
     entry_for = getattr(helper, "entry", None)
     # Under the user's own message, not in the answer: the answer holds doc text only.
     history[-2] = _message("user", render.user_html(query) + render.searched_html(answer))
@@ -378,7 +381,7 @@ PLACEHOLDER = (
     "### Ask about an RL training problem\n"
     "Paste an error message, a traceback or a question, in English or 中文. "
     "The answer quotes the matching troubleshooting entry and cites the exact section. "
-    "Each message is searched on its own: say the error or the framework again in a follow-up."
+    "A short follow-up (“what about slime?”) is read with your last answered question, and says so."
 )
 
 

@@ -1,0 +1,85 @@
+"""followup.py and Helper.ask(previous=...): a short follow-up read with the question before it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlhelper import Helper, followup
+
+WEIGHT_SYNC = "weight sync timed out between trainer and sglang"
+VERL_OOM = "vllm OOM during rollout in verl"
+
+
+@pytest.mark.parametrize(("message", "cued"), [
+    ("what about slime?", True), ("And for verl?", True), ("how about the kv cache", True),
+    ("那 verl 呢？", True), ("sleep 呢", True), ("换成 sglang 呢", True),
+    ("weight sync timed out", False), ("thanks!", False), ("andrew's run fails", False),
+])
+def test_cues(message, cued):
+    assert followup.has_cue(message) is cued
+
+
+def test_read_with_swaps_the_framework_or_engine_the_message_names():
+    assert followup.read_with("what about slime?", "SkyRL weight sync timed out with sglang") == \
+        "weight sync timed out with sglang\nwhat about slime?"
+    assert followup.read_with("and with vllm?", "skyrl OOM under SGLang") == "skyrl OOM under\nand with vllm?"
+    assert followup.read_with("on multiple nodes?", "verl OOM") == "verl OOM\non multiple nodes?"
+    assert followup.framework_named("what about slime?") == "slime"
+    assert followup.framework_named("verl or slime?") is None and followup.framework_named("and sglang?") is None
+
+
+def test_short_means_a_few_words():
+    assert followup.is_short("and for verl?") and not followup.is_short("")
+    assert not followup.is_short("my verl job on eight nodes dies after two hours with a timeout in nccl")
+
+
+@pytest.fixture(scope="module")
+def helper(seeds_index) -> Helper:
+    return Helper.load(seeds_index)
+
+
+def test_a_follow_up_naming_another_framework_asks_the_question_again_in_its_docs(helper):
+    first = helper.ask(WEIGHT_SYNC)
+    assert not first.abstained and first.citations[0].heading == "Error: Weight sync timed out"  # SkyRL's
+    alone = helper.ask("what about slime?")
+    assert alone.abstained or alone.citations[0].heading != "Issue: Weight Sync Timeout"
+    follow = helper.ask("what about slime?", previous=first)
+    assert not follow.abstained and follow.citations[0].heading == "Issue: Weight Sync Timeout"
+    assert follow.hits[0].entry.framework == "slime" and follow.query == "what about slime?"
+    assert follow.notices[0] == f"Read as a follow-up to your previous question (“{WEIGHT_SYNC}”), in slime's docs."
+
+
+def test_a_follow_up_adding_a_detail_finds_the_entry_about_it(helper):
+    follow = helper.ask("what about training?", previous=helper.ask(VERL_OOM))
+    assert not follow.abstained and follow.citations[0].heading == "OOM during training"
+    assert follow.notices[0] == f"Read as a follow-up to your previous question (“{VERL_OOM}”)."
+
+    assert helper.ask("on multiple nodes?").abstained  # no cue: read with the question only when alone finds nothing
+    follow = helper.ask("on multiple nodes?", previous=helper.ask(WEIGHT_SYNC))
+    assert follow.citations[0].heading == "Issue: Weight Sync Failures in Multi-Node"
+
+
+def test_a_framework_whose_docs_do_not_answer_the_follow_up_says_so(helper):
+    follow = helper.ask("what about verl?", previous=helper.ask(WEIGHT_SYNC))
+    assert follow.abstained and follow.notices[0].endswith("in verl's docs.")
+    assert all(hit.entry.framework == "verl" for hit in follow.hits)  # the related entries are verl's
+
+
+@pytest.mark.parametrize("message", [
+    "thanks!",                                    # no word the docs use
+    "how do i bake bread",
+    "ok it works now",                            # the next-best entry for the last question is not an answer
+    "still fails",
+    "my run on eight nodes dies after two hours with an unrelated timeout in the data loader",  # a question of its own
+])
+def test_other_messages_are_never_answered_with_the_last_topic(helper, message):
+    first = helper.ask(WEIGHT_SYNC)
+    answer = helper.ask(message, previous=first)
+    assert answer == helper.ask(message)
+    assert not any(n.startswith("Read as a follow-up") for n in answer.notices)
+
+
+def test_a_follow_up_to_an_abstained_answer_is_searched_alone(helper):
+    nothing = helper.ask("how do i bake bread")
+    assert nothing.abstained
+    assert helper.ask("what about slime?", previous=nothing) == helper.ask("what about slime?")
