@@ -46,6 +46,8 @@ def test_a_follow_up_naming_another_framework_asks_the_question_again_in_its_doc
     follow = helper.ask("what about slime?", previous=first)
     assert not follow.abstained and follow.citations[0].heading == "Issue: Weight Sync Timeout"
     assert follow.hits[0].entry.framework == "slime" and follow.query == "what about slime?"
+    assert follow.follow_up_of == WEIGHT_SYNC and follow.to_dict()["follow_up_of"] == WEIGHT_SYNC
+    assert first.follow_up_of is None
     assert follow.notices[0] == f"Read as a follow-up to your previous question (“{WEIGHT_SYNC}”), in slime's docs."
 
 

@@ -140,7 +140,8 @@ class Helper:
         head = head if len(head) <= 80 else head[:79] + "…"
         within = "" if own_filter else f", in {FRAMEWORK_NAMES.get(swapped, swapped)}'s docs"
         notice = f"Read as a follow-up to your previous question (“{head}”){within}."
-        return dataclasses.replace(answer, query=query, notices=[notice, *answer.notices]), not own_filter
+        return dataclasses.replace(answer, query=query, follow_up_of=previous.query,
+                                   notices=[notice, *answer.notices]), not own_filter
 
     def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
                 users_filters: bool = True) -> Answer:

@@ -167,10 +167,12 @@ class Answer:
     hits: list[Hit]
     notices: list[str] = field(default_factory=list)
     weak_match: bool = False  # answered, but no surer than most questions the docs do not answer
+    follow_up_of: str | None = None  # the previous question this message was read with (followup.py)
 
     def to_dict(self) -> dict:
         return {
             "query": self.query,
+            "follow_up_of": self.follow_up_of,
             "normalized_query": self.normalized_query,
             "truncated": self.truncated,
             "abstained": self.abstained,

@@ -147,7 +147,8 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
 
     history[-1] = _message("assistant", render.answer_html(answer, entry_for=entry_for))
     session["answers"][len(history) - 1] = {
-        "query": query,
+        # A follow-up is stored as what was searched, so a vote on it makes a self-contained eval item.
+        "query": query if answer.follow_up_of is None else answer.normalized_query,
         "answer": answer.text,
         "entry_ids": [c.entry_id for c in answer.citations],
         "row": None,
