@@ -3,6 +3,7 @@ against a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/openai_stub.py)
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import subprocess
 import sys
@@ -429,6 +430,15 @@ def test_answer_with_llm_replaces_text_and_citations(serve, hits):
     assert any("Written by the LLM 'stub-model'" in n for n in answer.notices)
     assert "Chinese" in stub.requests[0]["messages"][0]["content"]
     assert answer.to_dict()["answer"] == answer.text
+
+
+def test_a_follow_up_is_sent_to_the_llm_with_the_question_it_follows(serve, hits):
+    stub = serve(Reply("Lower `actor_rollout_ref.rollout.gpu_memory_utilization=0.4` [1]."))
+    extractive = dataclasses.replace(build_answer("and in verl?", "rollout OOM\nand in verl?", hits, abstained=False),
+                                     follow_up_of="rollout OOM with sglang")
+    answer_with_llm(extractive, settings_for(stub))
+    user = stub.requests[0]["messages"][1]["content"]
+    assert "rollout OOM with sglang" in user and "Follow-up: and in verl?" in user
 
 
 def test_answer_with_llm_keeps_the_extractive_answer_on_failure(serve, hits):

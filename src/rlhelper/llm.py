@@ -422,7 +422,7 @@ class LLMStream:
 
     @classmethod
     def for_answer(cls, answer: Answer, settings: LLMSettings) -> LLMStream:
-        return cls(answer.query, answer.hits, settings, base=answer)
+        return cls(answer.question, answer.hits, settings, base=answer)
 
     def __iter__(self) -> Iterator[str]:
         think, raw, started = _ThinkFilter(), [], False
@@ -531,5 +531,5 @@ def answer_with_llm(
     """
     if answer.abstained or not answer.hits:
         return answer
-    result = generate(answer.query, answer.hits, settings, stream=stream, on_token=on_token)
+    result = generate(answer.question, answer.hits, settings, stream=stream, on_token=on_token)
     return merge_into_answer(answer, result, settings)

@@ -184,6 +184,11 @@ class Answer:
             "notices": list(self.notices),
         }
 
+    @property
+    def question(self) -> str:
+        """What the user asked: the message, after the question it follows when it is a follow-up."""
+        return self.query if self.follow_up_of is None else f"{self.follow_up_of}\n\nFollow-up: {self.query}"
+
     def __repr__(self) -> str:
         state = "no matching entry" if self.abstained else f"{len(self.citations)} citation(s)"
         return f"<Answer {state} for {self.query[:60]!r}>"
