@@ -112,36 +112,42 @@ class Helper:
         (followup.py). The answer says so when it was.
         """
         search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode}
-        if previous is None or previous.abstained or not followup.is_short(query) \
-                or not followup.knows_a_word(query, self.index.bm25.vocabulary):
-            return self._answer(query, **search)  # "thanks", a new question: never the last topic's entries
+        if not self._may_follow(query, previous):
+            return self._answer(query, **search)
         cued = followup.has_cue(query)
         alone = None if cued else self._answer(query, **search)
         if alone is not None and not alone.abstained:
-            return alone
-        read, swapped = self._read_as_follow_up(query, previous, **search)
-        if swapped and (cued or not read.abstained):
+            return alone  # no cue, and it finds an entry by itself
+        read, moved = self._read_as_follow_up(query, previous, **search)
+        if moved and (cued or not read.abstained):
             return read  # "what about slime?" that slime's docs do not answer says so: not "Installing slime"
         if not read.abstained and followup.in_heading(query, read.hits[0].entry):
             return read
         return alone or self._answer(query, **search)
 
+    def _may_follow(self, query: str, previous: Answer | None) -> bool:
+        """Only a short message with a word the docs use, after an answer that found an entry:
+        "thanks" or a new question must never get the last topic's entries."""
+        return previous is not None and not previous.abstained and followup.is_short(query) \
+            and followup.knows_a_word(query, self.index.bm25.vocabulary)
+
     def _read_as_follow_up(self, query: str, previous: Answer, **search) -> tuple[Answer, bool]:
         """The previous question asked again with this message, among the entries it did not quote;
-        and whether the message moved it to another framework."""
-        swapped = followup.framework_named(query)
-        asked_before = {hit.entry.framework for hit in previous.hits[:1]}
-        own_filter = not (swapped in self.frameworks and swapped not in asked_before and not search["framework"])
-        if not own_filter:
-            search = {**search, "framework": swapped}  # "what about slime?": slime's entries, not a boost
+        and whether the message moved it to another framework ("what about slime?")."""
+        moved_to = followup.framework_named(query)
+        if moved_to not in self.frameworks or search["framework"] \
+                or moved_to in {hit.entry.framework for hit in previous.hits[:1]}:
+            moved_to = None
+        if moved_to:
+            search = {**search, "framework": moved_to}  # that framework's entries, not a boost
         answer = self._answer(followup.read_with(query, previous.normalized_query), **search,
-                              exclude=[c.entry_id for c in previous.citations], users_filters=own_filter)
+                              exclude=[c.entry_id for c in previous.citations], users_filters=not moved_to)
         head = " ".join(previous.query.split())
         head = head if len(head) <= 80 else head[:79] + "…"
-        within = "" if own_filter else f", in {FRAMEWORK_NAMES.get(swapped, swapped)}'s docs"
+        within = f", in {FRAMEWORK_NAMES.get(moved_to, moved_to)}'s docs" if moved_to else ""
         notice = f"Read as a follow-up to your previous question (“{head}”){within}."
         return dataclasses.replace(answer, query=query, follow_up_of=previous.query,
-                                   notices=[notice, *answer.notices]), not own_filter
+                                   notices=[notice, *answer.notices]), moved_to is not None
 
     def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
                 users_filters: bool = True) -> Answer:
