@@ -85,3 +85,17 @@ def test_a_follow_up_to_an_abstained_answer_is_searched_alone(helper):
     nothing = helper.ask("how do i bake bread")
     assert nothing.abstained
     assert helper.ask("what about slime?", previous=nothing) == helper.ask("what about slime?")
+
+
+def test_a_follow_up_to_a_pasted_traceback_names_its_error_line(helper):
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/SkyRL/skyrl-train/skyrl_train/inference_engines/sglang/sglang_engine.py", line 305, in wake_up\n'
+        '    raise RuntimeError(f"wake_up timed out after {timeout}s")\n'
+        "RuntimeError: wake_up timed out after 60s\n"
+    )
+    follow = helper.ask("what about the kv cache?", previous=helper.ask(traceback))
+    assert follow.citations[0].heading == "Error: RuntimeError: KV cache corrupted after wake_up"
+    assert follow.notices[0] == ("Read as a follow-up to your previous question "
+                                 "(“RuntimeError: wake_up timed out after 60s”).")
+    assert follow.follow_up_of == "RuntimeError: wake_up timed out after 60s"

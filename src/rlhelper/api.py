@@ -142,11 +142,11 @@ class Helper:
             search = {**search, "framework": moved_to}  # that framework's entries, not a boost
         answer = self._answer(followup.read_with(query, previous.normalized_query), **search,
                               exclude=[c.entry_id for c in previous.citations], users_filters=not moved_to)
-        head = " ".join(previous.query.split())
+        head = " ".join(previous.normalized_query.split())  # what was searched: a pasted log's error line
         head = head if len(head) <= 80 else head[:79] + "…"
         within = f", in {FRAMEWORK_NAMES.get(moved_to, moved_to)}'s docs" if moved_to else ""
         notice = f"Read as a follow-up to your previous question (“{head}”){within}."
-        return dataclasses.replace(answer, query=query, follow_up_of=previous.query,
+        return dataclasses.replace(answer, query=query, follow_up_of=previous.normalized_query,
                                    notices=[notice, *answer.notices]), moved_to is not None
 
     def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
