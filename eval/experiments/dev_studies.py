@@ -245,7 +245,8 @@ def abstain(study: Study) -> None:
                 "inv_lexical": 1 / lr if lr else 0.0, "inv_dense": 1 / dr if dr else 0.0,
                 "overlap5": len(set(ranking.lex_ids[:5]) & set(ranking.dense_ids[:5])) / 5,
                 "nqc": float(top10.std() / top10.mean()), "bm25_gap": gap,
-                "cosine_rel": s.cosine - float(top10.mean()), "length": s.length}
+                "cosine_rel": s.cosine - float(top10.mean()), "length": s.length,
+                "heading_coverage": s.heading_coverage}
 
     positives, near_misses, unanswerable = _signal_rows(study, signals)
 
@@ -261,7 +262,8 @@ def abstain(study: Study) -> None:
     shipped = four + ["length"]
     _leave_one_out((positives, near_misses, unanswerable),
                    [four, shipped, four + ["xcoverage"], four + ["cosine_rel"], four + ["bm25_gap"],
-                    four + ["inv_dense", "overlap5"], shipped + ["xcoverage"], list(positives[0])])
+                    four + ["inv_dense", "overlap5"], shipped + ["xcoverage"], shipped + ["heading_coverage"],
+                    list(positives[0])])
 
 
 def sentences(study: Study) -> None:
