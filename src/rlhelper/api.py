@@ -172,8 +172,7 @@ class Helper:
 
     def _changed_sources(self, answer: Answer) -> list[str]:
         """A notice per cited document edited since the build: its cited line numbers may be off."""
-        from .status import changed_since_build
-        from .store import rebuild_hint
+        from .store import changed_since_build, rebuild_hint
 
         notices = []
         for collection, doc in dict.fromkeys((c.collection, c.doc) for c in answer.citations):  # once each

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
-from . import config
+from . import config, lexical
 
 FILE_NAME = "feedback.sqlite3"
 # A vote on a pasted 1 MB log should not make a 1 MB row.
@@ -124,9 +123,6 @@ def export(target: str | Path | IO[str] | None = None, *, db: str | Path | None 
     return len(rows)
 
 
-_HAN = re.compile(r"[\u3400-\u9fff]")
-
-
 def eval_items(rows: list[dict], locate: Callable[[str], tuple[str, str] | None],
                is_log: Callable[[str], bool]) -> tuple[list[dict], dict[str, int]]:
     """Voted answers as eval items (evaluate.load_eval_set's format), and what was left out.
@@ -154,7 +150,7 @@ def eval_items(rows: list[dict], locate: Callable[[str], tuple[str, str] | None]
             "split": "dev" if hashlib.sha256(item_id.encode()).digest()[0] % 2 == 0 else "test",
             "query": query,
             "kind": ("traceback" if is_log(query) else "question") if places else "unanswerable",
-            "lang": "zh" if _HAN.search(query) else "en",
+            "lang": "zh" if lexical.has_han(query) else "en",
             "expected": [{"doc": doc, "heading": heading} for doc, heading in places],
         })
     return items, left_out

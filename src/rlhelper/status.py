@@ -5,7 +5,7 @@
 
 Answers cite line ranges, so an index older than its documents can point a
 reader at the wrong lines. This says so for the whole index; an answer says
-so for the documents it cites (changed_since_build, from Helper.ask). Both
+so for the documents it cites (store.changed_since_build, from Helper.ask). Both
 read the manifest, and re-read a document only when its size or mtime moved
 since the build (then compare content hashes, as ingest would).
 """
@@ -19,7 +19,8 @@ from pathlib import Path
 from . import confidence
 from .entries import read_document
 from .errors import DocumentError
-from .ingest import content_sha256, find_sources, parser_fingerprint
+from .ingest import find_sources, parser_fingerprint
+from .store import document_changed
 
 
 @dataclass
@@ -98,7 +99,7 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
             if key not in recorded:
                 if not _unindexable(file):
                     reasons.append(f"{c.name}/{key[1]}: new, not indexed yet")
-            elif _changed(file, recorded[key]):
+            elif document_changed(file, recorded[key]):
                 reasons.append(f"{c.name}/{key[1]}: changed since the build (cited lines may be off)")
         reasons += [f"{c.name}/{doc}: indexed, but gone from {c.source}"
                     for name, doc in recorded if name == c.name and (name, doc) not in present]
@@ -114,7 +115,7 @@ def _picked_files_out_of_date(c: CollectionInfo, recorded: dict) -> list[str]:
         file = Path(record.get("source") or Path(c.source) / doc)
         if not file.is_file():
             reasons.append(f"{c.name}/{doc}: indexed, but {file} is gone")
-        elif _changed(file, record):
+        elif document_changed(file, record):
             reasons.append(f"{c.name}/{doc}: changed since the build (cited lines may be off)")
     return reasons
 
@@ -126,29 +127,6 @@ def _unindexable(file: Path) -> bool:
     except DocumentError:
         return True
     return False
-
-
-def changed_since_build(record: dict) -> str | None:
-    """"gone" or "changed" when the document a manifest record describes is so since the build."""
-    source = record.get("source")
-    if not source:
-        return None
-    if not Path(source).is_file():
-        return "gone"
-    return "changed" if _changed(Path(source), record) else None
-
-
-def _changed(file: Path, record: dict) -> bool:
-    try:
-        stat = file.stat()
-    except OSError:
-        return True
-    if stat.st_size == record.get("size") and stat.st_mtime == record.get("mtime"):
-        return False
-    try:
-        return content_sha256(read_document(file)) != record.get("content_sha256")
-    except DocumentError:
-        return True
 
 
 def _abstention_model(embedder_id: str) -> tuple[str, str | None]:
