@@ -320,16 +320,40 @@ def test_a_plain_index_folder_is_replaced_by_the_link(index_copy):
     assert [p.name for p in index_copy.parent.glob(".index.v-*")] == [os.readlink(index_copy)]
 
 
-def test_recovery_when_the_link_is_lost_during_migration(live_index):
+def test_recovery_when_the_link_is_lost_during_migration(index_copy, monkeypatch):
     """A crash between moving a plain folder aside and linking the new version leaves no
-    `default`; load reads the newest complete version and the next ingest relinks it."""
-    target = Path(os.path.realpath(live_index))
-    before = probe(Index.load(live_index))
-    live_index.unlink()
-    assert probe(Index.load(live_index)) == before
+    index path; load reads the newest complete version (the new one: resave writes one row
+    per parsed entry, the copy has duplicates merged) and the next ingest relinks it."""
+    rows = len(store.read_parsed(index_copy).entries)
+    assert len(Index.load(index_copy).entries) < rows
+
+    def crash(*args, **kwargs):
+        raise OSError("simulated crash before the link is swapped in")
+
+    monkeypatch.setattr(store.os, "replace", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        resave(index_copy)
+    monkeypatch.undo()
+    assert not index_copy.exists() and list(index_copy.parent.glob(f".index.v-*{store.MOVED_SUFFIX}"))
+    assert len(Index.load(index_copy).entries) == rows
+    with store.index_lock(index_copy):
+        store.clean_stale(index_copy)
+    assert index_copy.is_symlink() and len(Index.load(index_copy).entries) == rows
+    assert not list(index_copy.parent.glob(f".index.v-*{store.MOVED_SUFFIX}"))
+
+
+def test_an_index_deleted_by_hand_stays_deleted(live_index):
+    """`rm -rf index/default` removes the link only; the hidden version it pointed to must
+    not come back as if nothing happened: the index is missing until the next ingest,
+    which builds afresh and deletes the orphan."""
+    orphan = Path(os.path.realpath(live_index))
+    live_index.unlink()  # what `rm -rf index/default` does to the link
+    assert orphan.is_dir() and not live_index.exists()
+    with pytest.raises(IndexMissingError):
+        Index.load(live_index)
     with store.index_lock(live_index):
         store.clean_stale(live_index)
-    assert live_index.is_symlink() and Path(os.path.realpath(live_index)) == target
+    assert not orphan.exists() and not live_index.exists()
 
 
 KILL_SCRIPT = textwrap.dedent("""

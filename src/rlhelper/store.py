@@ -173,6 +173,9 @@ def missing_error(path: Path) -> IndexMissingError:
 
 # --- naming the pieces of an index ---------------------------------------------
 
+MOVED_SUFFIX = "-moved"  # a plain index folder set aside by _swap_in, until the link is in
+
+
 def _versions(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f".{path.name}.v-*"))
 
@@ -197,15 +200,20 @@ def live_folder(path: Path) -> Path | None:
     """The folder holding the index that `path` names now, or None.
 
     Follows the symlink; a plain folder is its own live folder. When `path` is
-    gone but a complete version survives (a crash while a hand-made folder was
-    moved aside), the newest such version is the live one.
+    gone after a crash while a hand-made folder was moved aside (its `-moved`
+    version is still there), the newest complete version is the live one. Gone
+    with no such trace, it was deleted on purpose (`rm -rf index/default`
+    removes only the link): the index is missing, not silently brought back.
     """
     path = Path(path)
     if path.exists():
         return Path(os.path.realpath(path))
     if path.is_symlink():  # dangling: its target was removed by hand
         return None
-    complete = [v for v in _versions(path) if (v / MANIFEST).is_file()]
+    versions = _versions(path)
+    if not any(v.name.endswith(MOVED_SUFFIX) for v in versions):
+        return None
+    complete = [v for v in versions if (v / MANIFEST).is_file()]
     return max(complete, key=lambda v: v.stat().st_mtime) if complete else None
 
 
@@ -642,7 +650,7 @@ def _swap_in(path: Path, version: Path) -> None:
     if path.is_symlink():
         previous = Path(os.path.realpath(path))
     elif path.exists():  # a plain folder (copied or hand-made): move it aside, once
-        previous = parent / f".{path.name}.v-{time.time_ns():x}-moved"
+        previous = parent / f".{path.name}.v-{time.time_ns():x}{MOVED_SUFFIX}"
         os.rename(path, previous)
     link = parent / f".{path.name}.link-{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
