@@ -1,4 +1,4 @@
-"""The `rlhelper` command. The only module that imports Click.
+"""The `rlhelper` command: its subcommands and options (printing is in terminal.py and chat.py).
 
 Commands parse arguments, call the library and turn `RlhelperError` into a
 one-line message with exit status 1 (never a traceback for the user).
@@ -25,10 +25,28 @@ _filters = [
 ]
 
 
-def filter_options(fn):
-    for option in reversed(_filters):
+# How ask and chat reach the user's LLM.
+_llm_options = [
+    click.option("--llm", is_flag=True, help="Have your LLM write the answer from the cited entries (docs/llm.md)."),
+    click.option("--llm-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:30000/v1."),
+    click.option("--llm-model", help="Model name served there."),
+    click.option("--llm-api-key-env", help="Name of the environment variable holding the API key."),
+    click.option("--llm-timeout", type=float, help="Seconds to wait for the LLM before falling back."),
+]
+
+
+def _apply(options, fn):
+    for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def filter_options(fn):
+    return _apply(_filters, fn)
+
+
+def llm_options(fn):
+    return _apply(_llm_options, fn)
 
 
 def _filters_of(framework, collection, lang) -> dict:
@@ -144,11 +162,7 @@ def _load_helper(index, embedder=None, **kw):
 @click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to retrieve.")
 @filter_options
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (schema: docs/json-schema.md).")
-@click.option("--llm", is_flag=True, help="Have your LLM write the answer from the cited entries (docs/llm.md).")
-@click.option("--llm-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:30000/v1.")
-@click.option("--llm-model", help="Model name served there.")
-@click.option("--llm-api-key-env", help="Name of the environment variable holding the API key.")
-@click.option("--llm-timeout", type=float, help="Seconds to wait for the LLM before falling back.")
+@llm_options
 def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
         llm_timeout):
     """Answer QUERY (an error, a traceback or a question; '-' reads stdin) with cited doc entries.
@@ -162,25 +176,78 @@ def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url
     settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     helper = _load_helper(index)
     answer = helper.ask(_read_query(query), k=k, **_filters_of(framework, collection, lang))
-    if settings is not None and answer.abstained:
-        from .llm import NOT_ASKED_NOTICE
+    _show(answer, settings, as_json)
 
-        answer.notices.append(NOT_ASKED_NOTICE)
-    elif settings is not None:
-        from .llm import LLMStream, answer_with_llm
 
-        if not as_json:  # stream to the terminal as the model writes
-            from .terminal import print_llm_answer
+def _show(answer, settings, as_json: bool = False, indent: int | None = 2) -> None:
+    """Print an answer; with LLM settings, have the LLM write it (streamed on a terminal)."""
+    if settings is not None and not answer.abstained and not as_json:
+        from .llm import LLMStream
+        from .terminal import print_llm_answer
 
-            print_llm_answer(LLMStream.for_answer(answer, settings))
-            return
-        answer = answer_with_llm(answer, settings)
+        print_llm_answer(LLMStream.for_answer(answer, settings))  # shown as the model writes
+        return
+    answer = _written(answer, settings)
     if as_json:
-        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=indent))
         return
     from .terminal import print_answer
 
     print_answer(answer)
+
+
+def _written(answer, settings):
+    """The answer written by the LLM when one is set and the docs answer; else as found."""
+    if settings is None:
+        return answer
+    if answer.abstained:
+        from .llm import NOT_ASKED_NOTICE
+
+        answer.notices.append(NOT_ASKED_NOTICE)
+        return answer
+    from .llm import answer_with_llm
+
+    return answer_with_llm(answer, settings)
+
+
+@main.command()
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to retrieve.")
+@filter_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON answer per line (JSON Lines) instead of text.")
+@llm_options
+def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
+         llm_timeout):
+    """A conversation: ask, then follow up ("what about verl?"), the index loaded once.
+
+    \b
+    On a terminal a pasted traceback is one message. Piped, messages are
+    separated by a blank line:
+      printf 'NCCL timeout in weight sync\n\nwhat about slime?\n' | rlhelper chat
+    /new starts a new topic; /quit or Ctrl-D ends.
+    """
+    from .chat import GREETING, converse, messages
+
+    settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
+    helper = _load_helper(index)
+    interactive = sys.stdin.isatty() and not as_json
+
+    def show(answer):
+        _show(answer, settings, as_json, indent=None)  # JSON Lines: a script reads each as it comes
+        if not as_json:
+            click.echo()
+
+    def prompt():
+        if interactive:
+            click.secho("rlhelper> ", fg="cyan", bold=True, nl=False)
+
+    if interactive:
+        click.secho(GREETING, dim=True)
+    try:
+        converse(helper, messages(sys.stdin), show, prompt=prompt, k=k, **_filters_of(framework, collection, lang))
+    except KeyboardInterrupt:  # Ctrl-C at the prompt ends the conversation quietly
+        pass
+    if interactive:
+        click.echo()
 
 
 def _llm_settings(llm, base_url, model, api_key_env, timeout):

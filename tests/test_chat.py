@@ -1,0 +1,126 @@
+"""`rlhelper chat`: a conversation over a real index, piped and on a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+
+import pytest
+from test_cli import ANSI, LIMIT, RLHELPER, TRACEBACK, WAKE_UP, WAKE_UP_HEADING, cli_env, rlhelper  # noqa: F401
+
+from rlhelper.chat import messages
+
+PROMPT = "rlhelper> "
+
+
+def chat_json(index, script: str) -> list[dict]:
+    done = rlhelper("chat", "--index", str(index), "--json", stdin=script)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_piped_messages_are_separated_by_blank_lines():
+    said = list(messages(io.StringIO("first line\nsecond line\n\n\n  \nnext\n")))
+    assert said == ["first line\nsecond line", "next"]
+
+
+def test_a_short_message_follows_up_on_the_answer_before_it(seeds_index):
+    first, second = chat_json(seeds_index, f"{WAKE_UP}\n\nwhat about slime?\n")
+    assert first["citations"][0]["heading"] == WAKE_UP_HEADING and first["follow_up_of"] is None
+    assert second["follow_up_of"] == first["normalized_query"]
+    assert {hit["framework"] for hit in second["hits"]} == {"slime"}
+    assert second["notices"][0].startswith("Read as a follow-up to your previous question")
+
+
+def test_new_forgets_the_topic_and_a_bad_message_does_not_end_the_conversation(seeds_index):
+    done = rlhelper("chat", "--index", str(seeds_index), "--json",
+                    stdin=f"{WAKE_UP}\n\n/new\n\nwhat about slime?\n\n\x00\x01\x02\x03\n\n{WAKE_UP}\n")
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == 3  # the binary message is refused, the conversation goes on
+    assert answers[1]["follow_up_of"] is None  # after /new, read on its own
+    assert "looks like binary data" in done.stderr
+    assert answers[2]["citations"][0]["heading"] == WAKE_UP_HEADING
+
+
+def test_quit_ends_the_conversation(seeds_index):
+    answers = chat_json(seeds_index, f"{WAKE_UP}\n\n/quit\n\n{WAKE_UP}\n")
+    assert len(answers) == 1
+
+
+def test_no_input_is_no_conversation(seeds_index):
+    done = rlhelper("chat", "--index", str(seeds_index), stdin="")
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+
+
+def test_a_missing_index_says_what_to_run(tmp_path):
+    done = rlhelper("chat", "--index", str(tmp_path / "nothing"), stdin="oom\n")
+    assert done.returncode == 1
+    assert "Run `rlhelper ingest" in done.stderr
+
+
+class Terminal:
+    """`rlhelper chat` on a pseudo-terminal, as a user at a keyboard drives it."""
+
+    def __init__(self, *args: str):
+        self.leader, follower = pty.openpty()
+        self.proc = subprocess.Popen([RLHELPER, "chat", *args], stdin=follower, stdout=follower,
+                                     stderr=follower)
+        os.close(follower)
+        self.seen = ""
+
+    def type(self, text: str) -> None:
+        os.write(self.leader, text.encode())
+
+    def read_until(self, marker: str, after: int) -> str:
+        """What the terminal showed from `after` until `marker` appears (ANSI colours removed)."""
+        deadline = time.monotonic() + LIMIT  # ends a hung test; not a measurement
+        while marker not in self.seen[after:]:
+            ready, _, _ = select.select([self.leader], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"waited for {marker!r}; the terminal showed:\n{self.seen[after:]}"
+            try:
+                chunk = os.read(self.leader, 65536)
+            except OSError:  # EIO: the command exited
+                break
+            if not chunk:
+                break
+            self.seen += ANSI.sub("", chunk.decode(errors="replace")).replace("\r\n", "\n")
+        return self.seen[after:]
+
+    def close(self) -> int:
+        try:
+            return self.proc.wait(timeout=LIMIT)
+        finally:
+            os.close(self.leader)
+
+
+@pytest.fixture
+def terminal(seeds_index):
+    term = Terminal("--index", str(seeds_index))
+    yield term
+    if term.proc.poll() is None:
+        term.proc.kill()
+        term.close()
+
+
+def test_on_a_terminal_a_pasted_traceback_is_one_message(terminal):
+    greeting = terminal.read_until(PROMPT, 0)
+    assert "/new starts a new topic" in greeting
+    start = len(terminal.seen)
+    terminal.type(TRACEBACK)  # one paste: several lines in one burst
+    shown = terminal.read_until(PROMPT, start + len(TRACEBACK))
+    assert shown.count(WAKE_UP_HEADING) >= 1 and "No matching entry" not in shown
+    assert shown.count(PROMPT) == 1  # one answer for the whole paste, not one per line
+
+    start = len(terminal.seen)
+    terminal.type("what about slime?\n")  # typed: one line
+    shown = terminal.read_until(PROMPT, start + len("what about slime?\n"))
+    assert "Read as a follow-up to your previous question" in shown and "in slime's docs" in shown
+
+    terminal.type("\x04")  # Ctrl-D on an empty line
+    assert terminal.close() == 0
