@@ -168,6 +168,7 @@ class Helper:
             indexed_frameworks=self.frameworks,
         )
         answer.notices += self._changed_sources(answer)
+        answer.confidence = result.confidence
         return answer
 
     def _changed_sources(self, answer: Answer) -> list[str]:

@@ -98,6 +98,9 @@ def calibrate(helper, items: Sequence[EvalItem], *, collections=None, modes: Seq
     dev = [item for item in items if item.split in ("dev", None)]
     if len(dev) != len(items) or not dev:
         raise ConfigError("Calibration uses dev items only: run it with --split dev.")
+    if any(item.previous for item in dev):  # its signals are of one search; a follow-up's answer is two
+        raise ConfigError("Calibration fits single questions, and this set holds follow-ups (items with "
+                          '"previous"): calibrate on a set without them, such as eval/seeds.jsonl.')
     by_mode = {mode: collect(helper, dev, mode, collections) for mode in modes}
     hybrid = by_mode.get("hybrid") or next(iter(by_mode.values()))
     positives = np.array([s.vector() for s in hybrid["answerable"]])

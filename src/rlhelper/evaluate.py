@@ -81,13 +81,15 @@ class EvalItem:
     lang: str
     expected: list[dict]  # [{"doc": ..., "heading": ...}]; empty: the docs do not answer
     split: str | None = None  # None: the item belongs to every split
+    previous: str | None = None  # a conversation's message before `query`: it is asked first (followup.py)
 
     @property
     def answerable(self) -> bool:
         return bool(self.expected)
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "split": self.split, "query": self.query, "kind": self.kind, "lang": self.lang,
+        return {"id": self.id, "split": self.split, **({"previous": self.previous} if self.previous else {}),
+                "query": self.query, "kind": self.kind, "lang": self.lang,
                 "expected": [dict(e) for e in self.expected]}
 
 
@@ -116,10 +118,12 @@ def load_eval_set(path: Path, split: str | None = None) -> list[EvalItem]:
                 lang=str(raw.get("lang") or "en"),
                 expected=expected,
                 split=raw.get("split") or None,
+                previous=str(raw["previous"]) if raw.get("previous") else None,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ConfigError(f"{path}:{number}: not an eval item ({e}); expected "
-                              '{"id", "split", "query", "kind", "lang", "expected": [{"doc", "heading"}]}') from e
+                              '{"id", "split", "query", "kind", "lang", "expected": [{"doc", "heading"}]} '
+                              '(and "previous" for a follow-up)') from e
         if item.id in seen:
             raise ConfigError(f"{path}:{number}: duplicate id {item.id!r}")
         seen.add(item.id)
@@ -459,14 +463,20 @@ def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] =
 
 
 def _search(helper, item: EvalItem, *, mode: str, k: int, collections) -> Outcome:
+    search = {"k": k, "mode": mode, "collection": list(collections) if collections else None}
     try:
-        found = helper.retrieve(item.query, k=k, mode=mode, collection=list(collections) if collections else None)
+        if item.previous:  # a conversation: the follow-up is asked after the answer to `previous`
+            found = helper.ask(item.query, previous=helper.ask(item.previous, **search), **search)
+            weak = found.weak_match
+        else:
+            found = helper.retrieve(item.query, **search)
+            weak = found.weak
     except RlhelperError as err:  # an unsearchable query is the system's answer too: nothing
         return Outcome(gains=[], abstained=True, confidence=0.0, top=[], error=str(err))
     gains = relevance_gains([entry_locations(h.entry) for h in found.hits], item.expected)
     top = [_hit_summary(h, g) for h, g in zip(found.hits[:k], gains, strict=False)]
     return Outcome(gains=gains, abstained=bool(found.abstained), confidence=float(found.confidence), top=top,
-                   weak=bool(found.weak))
+                   weak=bool(weak))
 
 
 def _langs_by_location(entries) -> dict[str, list[tuple[str, str]]]:

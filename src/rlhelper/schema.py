@@ -168,6 +168,7 @@ class Answer:
     notices: list[str] = field(default_factory=list)
     weak_match: bool = False  # answered, but no surer than most questions the docs do not answer
     follow_up_of: str | None = None  # the previous question this message was read with (followup.py)
+    confidence: float = 0.0  # the abstention model's confidence in the top entry (confidence.py)
 
     def to_dict(self) -> dict:
         return {
@@ -177,6 +178,7 @@ class Answer:
             "truncated": self.truncated,
             "abstained": self.abstained,
             "weak_match": self.weak_match,
+            "confidence": round(self.confidence, 6),
             "answer": self.text,
             "parts": [p.to_dict() for p in self.parts],
             "citations": [c.to_dict() for c in self.citations],
