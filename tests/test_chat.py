@@ -124,3 +124,8 @@ def test_on_a_terminal_a_pasted_traceback_is_one_message(terminal):
 
     terminal.type("\x04")  # Ctrl-D on an empty line
     assert terminal.close() == 0
+
+
+def test_help_shows_the_piped_example_as_typed():
+    done = rlhelper("chat", "--help")
+    assert "printf 'NCCL timeout in weight sync\\n\\nwhat about slime?\\n' | rlhelper chat" in done.stdout

@@ -222,7 +222,8 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
     \b
     On a terminal a pasted traceback is one message. Piped, messages are
     separated by a blank line:
-      printf 'NCCL timeout in weight sync\n\nwhat about slime?\n' | rlhelper chat
+      printf 'NCCL timeout in weight sync\\n\\nwhat about slime?\\n' | rlhelper chat
+
     /new starts a new topic; /quit or Ctrl-D ends.
     """
     from .chat import GREETING, converse, messages
