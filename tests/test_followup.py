@@ -13,7 +13,11 @@ VERL_OOM = "vllm OOM during rollout in verl"
 @pytest.mark.parametrize(("message", "cued"), [
     ("what about slime?", True), ("And for verl?", True), ("how about the kv cache", True),
     ("那 verl 呢？", True), ("sleep 呢", True), ("换成 sglang 呢", True),
+    ("and verl?", True), ("vllm?", True), ("same error on slime", True), ("is there a verl equivalent", True),
+    ("how do i do that in rlinf", True), ("verl 里这个怎么配", True), ("works on one node though", True),
     ("weight sync timed out", False), ("thanks!", False), ("andrew's run fails", False),
+    ("where are the ray worker logs", False), ("how do i kill stuck sglang processes", False),
+    ("thenable promise", False), ("sametime", False),
 ])
 def test_cues(message, cued):
     assert followup.has_cue(message) is cued
@@ -59,6 +63,15 @@ def test_a_follow_up_adding_a_detail_finds_the_entry_about_it(helper):
     assert helper.ask("on multiple nodes?").abstained  # no cue: read with the question only when alone finds nothing
     follow = helper.ask("on multiple nodes?", previous=helper.ask(WEIGHT_SYNC))
     assert follow.citations[0].heading == "Issue: Weight Sync Failures in Multi-Node"
+
+
+def test_a_follow_up_that_only_names_an_engine_is_the_question_moved_there(helper):
+    first = helper.ask("rollout generation is slow with sglang")
+    assert first.citations[0].heading == "Generation is slow"  # SkyRL's, SGLang rollouts
+    for message in ("and with vllm?", "vllm?"):
+        follow = helper.ask(message, previous=first)
+        assert follow.follow_up_of == first.normalized_query  # alone it asks nothing
+        assert follow.citations[0].heading == "Rollout is very slow"  # verl's, vLLM rollouts
 
 
 def test_a_framework_whose_docs_do_not_answer_the_follow_up_says_so(helper):

@@ -119,7 +119,7 @@ class Helper:
         if alone is not None and not alone.abstained:
             return alone  # no cue, and it finds an entry by itself
         read, moved = self._read_as_follow_up(query, previous, **search)
-        if moved and (cued or not read.abstained):
+        if moved and (cued or not read.abstained) or followup.names_only(query):
             return read  # "what about slime?" that slime's docs do not answer says so: not "Installing slime"
         if not read.abstained and followup.in_heading(query, read.hits[0].entry):
             return read

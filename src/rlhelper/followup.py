@@ -1,7 +1,9 @@
 """Follow-up messages in a conversation: "what about verl?" after a question about SkyRL.
 
     is_short(message)                    -> few enough words to lean on the question before it
-    has_cue(message)                     -> starts like a follow-up ("what about", "and", "那…呢")
+    has_cue(message)                     -> starts like a follow-up ("what about", "and", "那…呢"),
+                                            points back ("that", "the same", "这个") or is only a name
+    names_only(message)                  -> its only words are framework or engine names ("sglang?")
     read_with(message, previous_query)   -> the text to search: the previous question, minus the
                                             framework or engine the message replaces, then the message
     framework_named(message)             -> the one framework it names, searched alone (a filter)
@@ -24,12 +26,20 @@ MAX_WORDS = 8  # a longer message is a question of its own
 
 # How follow-ups start (or, in Chinese, end: "…呢？").
 _CUE = re.compile(
-    r"^\s*(?:what about|how about|and (?:for|in|on|with|if|what|how)|what if|same (?:for|with|in|on)|"
-    r"also|instead|but (?:for|in|on|with)|那么?|如果是|换成|还有)\b|呢\s*[?？]?\s*$",
+    r"^\s*(?:what about|how about|and|what if|same|also|instead|but (?:for|in|on|with)|那么?|如果是|换成|还有)\b|"
+    r"呢\s*[?？]?\s*$",
+    re.IGNORECASE,
+)
+# Words that point back at the question before: "that", "the same", "the slime equivalent",
+# "…then?", "这个". A short message holding one has nothing to search without what it points at.
+_POINTS_BACK = re.compile(
+    r"\b(?:that|this|these|those|same|equivalent|instead)\b|\b(?:too|then|tho|though)\s*[?？.!]*\s*$|"
+    r"这个|这几个|这些|那个|同样|一样",
     re.IGNORECASE,
 )
 # Names a follow-up can swap: one framework for another, one rollout engine for another.
 _GROUPS = [("verl", "skyrl", "slime", "rlinf"), ("sglang", "vllm")]
+_NAMES = frozenset(name for group in _GROUPS for name in group)
 
 
 def _words(text: str) -> list[str]:
@@ -41,7 +51,15 @@ def is_short(message: str) -> bool:
 
 
 def has_cue(message: str) -> bool:
-    return _CUE.search(message) is not None
+    """Starts like a follow-up, points back at the question before, or is only a name ("skyrl?")."""
+    return bool(_CUE.search(message) or _POINTS_BACK.search(message)) or names_only(message)
+
+
+def names_only(message: str) -> bool:
+    """Whether the message's only words are framework or engine names ("and with sglang?"):
+    alone it asks nothing, so it can only mean the question before, moved there."""
+    words = _words(message)
+    return bool(words) and all(w in _NAMES for w in words)
 
 
 def read_with(message: str, previous_query: str) -> str:
@@ -64,8 +82,7 @@ def in_heading(message: str, entry) -> bool:
     message adds ("on multiple nodes?" -> "Weight Sync Failures in Multi-Node"), not merely the
     next-best answer to the previous question ("ok it works now")."""
     heading = set(lexical.tokenize(" ".join([*entry.breadcrumb[1:], entry.heading])))  # not the doc title
-    names = {name for group in _GROUPS for name in group}  # a framework name is a filter, not a topic
-    return any(w in heading for w in _words(message) if w not in names)
+    return any(w in heading for w in _words(message) if w not in _NAMES)  # a name is a filter, not a topic
 
 
 def knows_a_word(message: str, vocabulary) -> bool:
