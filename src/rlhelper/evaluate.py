@@ -614,7 +614,8 @@ def choose_threshold(answerable: Sequence[float], unanswerable: Sequence[float],
 # --- regression baseline -------------------------------------------------------------
 
 
-def baseline_of(result: EvalResult, mode: str = "hybrid") -> dict:
+def baseline_of(result: EvalResult, mode: str = "hybrid",
+                command: str = "python -m rlhelper.evaluate --write-baseline") -> dict:
     """What eval/baseline.json holds: the gated metrics of one mode, and how they were measured."""
     metrics = result.metrics(mode)
     return {
@@ -628,7 +629,7 @@ def baseline_of(result: EvalResult, mode: str = "hybrid") -> dict:
         "tolerance": GATE_TOLERANCE,
         "abstain_threshold": result.thresholds.get(mode),
         "metrics": {name: (round(metrics[name], 4) if metrics[name] is not None else None) for name in GATED_METRICS},
-        "command": "python -m rlhelper.evaluate --write-baseline",
+        "command": command,
     }
 
 
@@ -827,10 +828,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run_eval(args.eval_file, split="test", collections=["seeds"], index=args.index)
     print(format_table(result))
     if args.write_baseline:
+        command = "python -m rlhelper.evaluate --write-baseline"
+        if args.eval_file != DEFAULT_EVAL_FILE or args.baseline != DEFAULT_BASELINE:
+            command += f" --set {_repo_relative(args.eval_file)} --baseline {_repo_relative(args.baseline)}"
         args.baseline.parent.mkdir(parents=True, exist_ok=True)
-        args.baseline.write_text(json.dumps(baseline_of(result), indent=2) + "\n", encoding="utf-8")
+        args.baseline.write_text(json.dumps(baseline_of(result, command=command), indent=2) + "\n",
+                                 encoding="utf-8")
         print(f"baseline written: {args.baseline}")
     return 0
+
+
+def _repo_relative(path: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(config.REPO_ROOT).as_posix()
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":
