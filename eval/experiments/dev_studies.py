@@ -11,6 +11,8 @@
     python eval/experiments/dev_studies.py framework-fallback  # answer another framework's entry when
                                                       # the named one's top entry would abstain
     python eval/experiments/dev_studies.py query-shape  # BM25 weight by query shape (error line vs question)
+    python eval/experiments/dev_studies.py heading-vector  # the embedder on headings alone, mixed or fused
+    python eval/experiments/dev_studies.py stem-terms  # Snowball stems beside the words (pip install snowballstemmer)
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -497,10 +499,82 @@ def calibration_cv(study: Study) -> None:
               f"unanswerable abstained {caught / unanswerable:.3f} ({caught} of {unanswerable})")
 
 
+def heading_vector(study: Study) -> None:
+    """The embedder on the heading alone (with its parent section), mixed into the entry's cosine or
+    fused as a third ranking: paraphrase questions often restate a heading."""
+    embedder, entries = study.retriever.embedder, study.entries
+    texts = [" › ".join([*e.breadcrumb[-1:], e.heading]) for e in entries]
+    headings = np.vstack([embedder.embed_documents(texts[i:i + 64]) for i in range(0, len(texts), 64)])
+    entry_vectors = study.helper.index.vectors()
+    print("shipped fusion:", study.shipped())
+    for mix in (0.2, 0.35, 0.5):
+        dense_ranks, fused_ranks = [], []
+        for item, normalized, ranking in study.items:
+            q = study.retriever.query_vector(normalized.text)
+            scores = (1 - mix) * (entry_vectors @ q) + mix * (headings @ q)
+            scores[~study.allowed] = -np.inf
+            dense = np.argsort(-scores)[:50].tolist()
+            dense_ranks.append(first_hit(entries, dense, item))
+            fused_ranks.append(first_hit(entries, study.fuse(normalized, ranking.lex_ids, dense), item))
+        print(f"heading cosine at {mix}: dense {figures(dense_ranks)}; fused {figures(fused_ranks)}")
+    for weight in (0.5, 1.0):
+        ranks = []
+        for item, normalized, ranking in study.items:
+            scores = headings @ study.retriever.query_vector(normalized.text)
+            scores[~study.allowed] = -np.inf
+            third = np.argsort(-scores)[:50].tolist()
+            ranks.append(first_hit(entries, study.fuse(normalized, ranking.lex_ids, ranking.dense_ids, extra=[third],
+                                                        extra_weight=weight), item))
+        print(f"heading ranking, weight {weight}: {figures(ranks)}")
+
+
+def stem_terms(study: Study) -> None:
+    """Snowball stems as terms of their own beside the exact words ("repeats" ~ "repetitive",
+    "generate" ~ "generation"), summed into BM25 or fused as a third ranking; replacing the
+    words by their stems was worse. Needs `pip install snowballstemmer`."""
+    import snowballstemmer
+
+    from rlhelper.retrieve import QueryTerms
+
+    stemmer = snowballstemmer.stemmer("english")
+
+    def stems(tokens):
+        return ["~" + stemmer.stemWord(t) for t in tokens if re.fullmatch(r"[a-z]{4,}", t)]
+
+    entries, bm25 = study.entries, study.helper.index.bm25
+    stem_index = lexical.BM25Index.build([stems(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))
+                                          for e in entries])
+    print("shipped fusion:", study.shipped())
+
+    def ranked(alpha=None, weight=None):
+        ranks = []
+        for item, normalized, ranking in study.items:
+            terms = QueryTerms.of(normalized, study.retriever.corrector)
+            stem_ids, stem_scores = stem_index.search(stems(terms.tokens), 200, allowed=study.allowed)
+            if alpha is not None:
+                ids, scores = bm25.search(terms.tokens, 200, allowed=study.allowed, extra=terms.extra)
+                total = dict(zip(ids.tolist(), scores.tolist(), strict=True))
+                for row, score in zip(stem_ids.tolist(), stem_scores.tolist(), strict=True):
+                    total[row] = total.get(row, 0.0) + alpha * score
+                lexical_ids = sorted(total, key=lambda row: -total[row])[:50]
+                fused = study.fuse(normalized, lexical_ids, ranking.dense_ids)
+            else:
+                fused = study.fuse(normalized, ranking.lex_ids, ranking.dense_ids, extra=[stem_ids[:50].tolist()],
+                                   extra_weight=weight)
+            ranks.append(first_hit(entries, fused, item))
+        return figures(ranks)
+
+    for alpha in (0.2, 0.35, 0.5, 0.75):
+        print(f"stem BM25 summed at {alpha}: {ranked(alpha=alpha)}")
+    for weight in (0.5, 1.0, 1.5):
+        print(f"stem ranking, weight {weight}: {ranked(weight=weight)}")
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
-           "abstain-language": abstain_language, "calibration-cv": calibration_cv}
+           "abstain-language": abstain_language, "calibration-cv": calibration_cv,
+           "heading-vector": heading_vector, "stem-terms": stem_terms}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
