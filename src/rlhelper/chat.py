@@ -43,10 +43,12 @@ GREETING = ("Ask about an error, paste a traceback, or ask a follow-up (\"what a
 
 def messages(stream: TextIO) -> Iterator[str]:
     """The messages read from `stream` (see the module doc for what one message is)."""
-    if stream.isatty():
-        yield from _bursts(stream.fileno())
-    else:
+    if not stream.isatty():
         yield from _blocks(stream)
+    elif os.name == "posix":
+        yield from _bursts(stream.fileno())
+    else:  # no select() on a Windows console: one line, one message
+        yield from (line.strip() for line in stream if line.strip())
 
 
 def _bursts(fd: int) -> Iterator[str]:
