@@ -129,3 +129,20 @@ def test_on_a_terminal_a_pasted_traceback_is_one_message(terminal):
 def test_help_shows_the_piped_example_as_typed():
     done = rlhelper("chat", "--help")
     assert "printf 'NCCL timeout in weight sync\\n\\nwhat about slime?\\n' | rlhelper chat" in done.stdout
+
+
+def test_with_stdout_piped_the_prompt_stays_off_it(seeds_index):
+    """`rlhelper chat | tee log`: the prompt and greeting go to the terminal, the answers down the pipe."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([RLHELPER, "chat", "--index", str(seeds_index)], stdin=follower,
+                            stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    try:
+        os.write(leader, f"{WAKE_UP}\n".encode())
+        time.sleep(0.5)  # not a measurement: lets the line arrive on its own before Ctrl-D
+        os.write(leader, b"\x04")
+        out, _ = proc.communicate(timeout=LIMIT)
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0
+    assert WAKE_UP_HEADING in out.decode() and PROMPT not in out.decode()

@@ -237,18 +237,18 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
         if not as_json:
             click.echo()
 
-    def prompt():
+    def prompt():  # on stderr, as `read -p` does: stdout holds only the answers, for `| tee log`
         if interactive:
-            click.secho("rlhelper> ", fg="cyan", bold=True, nl=False)
+            click.secho("rlhelper> ", fg="cyan", bold=True, nl=False, err=True)
 
     if interactive:
-        click.secho(GREETING, dim=True)
+        click.secho(GREETING, dim=True, err=True)
     try:
         converse(helper, messages(sys.stdin), show, prompt=prompt, k=k, **_filters_of(framework, collection, lang))
     except KeyboardInterrupt:  # Ctrl-C at the prompt ends the conversation quietly
         pass
     if interactive:
-        click.echo()
+        click.echo(err=True)
 
 
 def _llm_settings(llm, base_url, model, api_key_env, timeout):
