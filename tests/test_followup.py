@@ -112,3 +112,19 @@ def test_a_follow_up_to_a_pasted_traceback_names_its_error_line(helper):
     assert follow.notices[0] == ("Read as a follow-up to your previous question "
                                  "(“RuntimeError: wake_up timed out after 60s”).")
     assert follow.follow_up_of == "RuntimeError: wake_up timed out after 60s"
+
+
+def test_a_conversation_keeps_the_last_answer_until_a_new_topic(helper):
+    chat = helper.conversation()
+    first = chat.ask(WEIGHT_SYNC)
+    follow = chat.ask("what about slime?")
+    assert follow.follow_up_of == first.normalized_query and follow.hits[0].entry.framework == "slime"
+    assert chat.previous is follow
+    chat.new_topic()
+    assert chat.ask("what about slime?") == helper.ask("what about slime?")
+
+
+def test_a_conversation_passes_its_filters_on(helper):
+    chat = helper.conversation(k=3, framework="verl")
+    answer = chat.ask("OOM during rollout")
+    assert len(answer.hits) <= 3 and {hit.entry.framework for hit in answer.hits} == {"verl"}

@@ -4,6 +4,8 @@
     >>> h = Helper.load()
     >>> h.ask("CUDA out of memory during rollout")      # Answer, with citations
     >>> h.search("wake_up timed out", k=5)              # list[Hit]
+    >>> chat = h.conversation()                          # follow-ups read with the question before
+    >>> chat.ask("weight sync timed out"); chat.ask("what about slime?")
     >>> h.as_retriever(k=4)                              # LangChain BaseRetriever
 
 Loading reads the index folder only; the embedding model loads on the first
@@ -229,6 +231,10 @@ class Helper:
 
         return index_info(self.index.path)
 
+    def conversation(self, k: int = 5, **search) -> Conversation:
+        """A conversation over this index: each answer is kept for the next message's follow-up."""
+        return Conversation(self, k=k, **search)
+
     def as_retriever(self, k: int = 4, **filters):
         """A LangChain BaseRetriever whose Documents carry the citation metadata."""
         from .langchain import HelperRetriever
@@ -247,3 +253,22 @@ def _resolve_index_path(index: str | Path | None) -> Path:
     if path.exists() or path.is_absolute() or len(path.parts) > 1:
         return path
     return config.index_path(str(index))  # a bare name: index/<name>
+
+
+class Conversation:
+    """Messages answered in turn, each read with the answer before it when it is a follow-up
+    (`Helper.ask(previous=...)`): what the web chat and `rlhelper chat` keep per user."""
+
+    def __init__(self, helper: Helper, **search):
+        self.helper = helper
+        self.search = search  # k, framework, collection, lang, mode: as Helper.ask takes them
+        self.previous: Answer | None = None
+
+    def ask(self, message: str) -> Answer:
+        answer = self.helper.ask(message, previous=self.previous, **self.search)
+        self.previous = answer
+        return answer
+
+    def new_topic(self) -> None:
+        """Forget the last answer: the next message is read on its own."""
+        self.previous = None

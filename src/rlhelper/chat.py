@@ -1,7 +1,8 @@
 """`rlhelper chat`: a conversation in the terminal, the index loaded once.
 
     messages(stream)           -> the user's messages, one at a time, until end of input
-    converse(helper, messages) -> answer each, the one before it kept for follow-ups
+    converse(helper, messages) -> answer each in one Helper.conversation(): follow-ups read
+                                  with the answer before them
 
 What one message is depends on where it comes from. On a terminal, whatever
 arrives together: a pasted traceback comes in one burst of lines and is one
@@ -88,7 +89,7 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
     """Answer each message with `show`, following up on the answer before it; returns how many
     were answered. A bad message (empty after cleaning, too long) is reported and skipped:
     a conversation does not end on one mistake."""
-    previous = None
+    conversation = helper.conversation(**search)
     answered = 0
     prompt()
     for message in said:
@@ -96,20 +97,18 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
         if command in QUIT:
             break
         if command in NEW_TOPIC:
-            previous = None
+            conversation.new_topic()
             click.secho("New topic: the next message is read on its own.", dim=True, err=True)
         elif command == HELP:
             click.echo(GREETING, err=True)  # stderr, as notes are: stdout holds only answers
         else:
             try:
-                answer = helper.ask(message, previous=previous, **search)
-                show(answer)
+                show(conversation.ask(message))
             except RlhelperError as err:
                 click.secho(f"Error: {err}", fg="red", err=True)
             except KeyboardInterrupt:  # Ctrl-C stops this answer (a slow LLM), not the conversation
                 click.secho("\n[interrupted]", fg="yellow", err=True)
             else:
-                previous = answer
                 answered += 1
         prompt()
     return answered
