@@ -143,8 +143,9 @@ def documented_schema() -> dict[str, set[str]]:
         keys = re.search(r"`\{([^}]*)\}`", meaning)
         if keys:
             schema[name] = {k.split(":")[0].strip() for k in keys.group(1).split(",")}
-    also_at = re.search(r"`also_at` lists [^`]*`\{([^}]*)\}`", text)
-    schema["also_at"] = {k.strip() for k in also_at.group(1).split(",")}
+    for name in ("also_at", "twins"):
+        keys = re.search(rf"`{name}` lists [^`]*`\{{([^}}]*)\}}`", text)
+        schema[name] = {k.strip() for k in keys.group(1).split(",")}
     return schema
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlhelper import embed, lexical
+from rlhelper import embed, lexical, store
 from rlhelper.errors import EmbedderMismatchError, IndexLockedError
 from rlhelper.ingest import find_sources, ingest
 from rlhelper.store import Index, index_lock
@@ -117,6 +117,26 @@ def test_no_change_reingest_of_the_shipped_corpus_skips_everything(full_index, t
     assert report.skipped == report.documents == len(before["documents"])
     assert (report.updated, report.embedded, report.written, report.failed) == (0, 0, False, [])
     assert report.entries == before["entries"]
+
+
+def test_an_index_built_before_twins_is_linked_by_the_next_ingest_without_embedding(full_index, tmp_path):
+    """An index of format 1 (no `twins`, no "twins" setting) still loads; the next ingest
+    relinks it, reusing every vector."""
+    path = tmp_path / "index"
+    shutil.copytree(os.path.realpath(full_index), path)
+    manifest_file = path / "manifest.json"
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    manifest["format_version"] = 1
+    del manifest["settings"]["twins"]
+    manifest["checksum"] = store._manifest_checksum(manifest)
+    manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
+    assert Index.load(path).manifest["format_version"] == 1
+
+    report = ingest(None, index=path)
+    assert report.written and report.embedded == 0
+    index = Index.load(path)
+    assert index.manifest["format_version"] == store.FORMAT_VERSION and index.manifest["settings"]["twins"]
+    assert any(e.twins for e in index.entries)
 
 
 # --- incremental -------------------------------------------------------------------------

@@ -173,6 +173,21 @@ def test_answer_html_has_numbered_sources_with_expandable_entries():
     assert '<code class="language-yaml">' in html
 
 
+def test_a_twin_is_named_under_the_source_with_its_language_and_link():
+    e = entry("Raise the timeout.")
+    e.twins = [{"entry_id": "z1", "collection": "seeds", "doc": "zh/guide.md", "heading": "权重同步<超时>", "lang": "zh",
+                "breadcrumb": ["指南"], "line_start": 7, "line_end": 9, "url": "https://github.com/o/r/blob/main/zh.md#y"},
+               {"entry_id": "v2", "collection": "seeds", "doc": "old/guide.md", "heading": "Weight sync", "lang": "en",
+                "breadcrumb": [], "line_start": 3, "line_end": 4, "url": "javascript:alert(1)"}]
+    answer = build_answer("weight sync", "weight sync", [Hit(1, 0.9, e), Hit(2, 0.5, entry("other", eid="e2"))],
+                          abstained=False)
+    sources = render.answer_html(answer)
+    assert ('Also in 中文: <a href="https://github.com/o/r/blob/main/zh.md#y" target="_blank" '
+            'rel="noopener noreferrer">权重同步&lt;超时&gt;</a> (zh/guide.md:7)') in sources
+    assert "Another version: Weight sync (old/guide.md:3)" in sources  # an unsafe URL: the label only
+    assert "javascript:" not in sources
+
+
 def test_partial_answer_has_no_sources_yet():
     e = entry("**Cause:** a\n\n**Solution:** b")
     answer = build_answer("q", "q", [Hit(1, 0.9, e)], abstained=False)

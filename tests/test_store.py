@@ -190,6 +190,11 @@ def test_older_format_version(index_copy):
     assert "older version" in expect_corrupt(index_copy, "manifest.json")
 
 
+def test_the_previous_format_still_loads(index_copy):
+    rewrite_manifest(index_copy, lambda m: m.update(format_version=store.OLDEST_FORMAT), keep_checksum=True)
+    assert len(Index.load(index_copy).entries) > 0
+
+
 def test_newer_format_version(index_copy):
     rewrite_manifest(index_copy, lambda m: m.update(format_version=store.FORMAT_VERSION + 1), keep_checksum=True)
     assert "Upgrade rlhelper" in expect_corrupt(index_copy, "manifest.json")

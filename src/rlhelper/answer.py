@@ -100,6 +100,8 @@ def citation_for(hit: Hit, number: int) -> Citation:
         url=e.url,
         collection=e.collection,
         also_at=list(e.also_at),
+        twins=list(e.twins),
+        lang=e.lang,
     )
 
 

@@ -148,7 +148,7 @@ CORRUPTIONS = [
     Corruption("entries store not UTF-8", store.ENTRIES, _in_live(store.ENTRIES, _not_utf8)),
     Corruption("BM25 postings zeroed", store.LEXICAL, _zero_lexical),
     Corruption("index of an older format", store.MANIFEST,
-               lambda p: _edit_manifest(p, lambda m: m.update(format_version=store.FORMAT_VERSION - 1), resign=True)),
+               lambda p: _edit_manifest(p, lambda m: m.update(format_version=store.OLDEST_FORMAT - 1), resign=True)),
     Corruption("index of a newer format", store.MANIFEST,
                lambda p: _edit_manifest(p, lambda m: m.update(format_version=store.FORMAT_VERSION + 1), resign=True)),
     Corruption("index made by another embedder", store.MANIFEST, foreign_embedder_index),

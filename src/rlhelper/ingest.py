@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config, embed, lexical, store
+from . import config, embed, lexical, store, twins
 from .entries import build_entries, merge_duplicates, read_document
 from .errors import (
     ConfigError,
@@ -336,7 +336,9 @@ def _still_loads(path: Path, report: IngestReport) -> bool:
 
 
 def _index_settings(settings: dict) -> dict:
-    return {k: v for k, v in settings.items() if k not in ("embedder", "recipe")}
+    # How entries are linked across documents is in it: an index linked otherwise is relinked
+    # (reusing every vector) on the next ingest.
+    return {**{k: v for k, v in settings.items() if k not in ("embedder", "recipe")}, "twins": twins.VERSION}
 
 
 def _previous(path: Path, report: IngestReport) -> store.Parsed | None:
@@ -482,6 +484,7 @@ def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifes
     tokens = [t for d in docs for t in d.tokens]
     merged = merge_duplicates(parsed)
     rows = _source_rows(parsed, merged)
+    twins.link(merged, vectors[rows])
     collections = dict((old_manifest or {}).get("collections", {}))
     for name, info in found.collections.items():
         # Picked files add to a collection; once its whole folder was read, status watches all of it.

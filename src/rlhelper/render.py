@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 
 from .answer import runners_up
 from .schema import Answer, Citation, Entry, Hit, title_trail
+from .twins import label as twin_label
 
 MAX_QUERY_ECHO = 2000  # characters of the user's query shown back in the chat
 
@@ -448,13 +449,17 @@ def entry_html(entry: Entry) -> str:
 
 
 def _source_row(number: int | None, title_html: str, url: str | None, location: str, entry: Entry | None,
-                also_at: list[dict] | None = None) -> str:
+                also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "") -> str:
     badge = f'<span class="rl-num">{number}</span>' if number is not None else '<span class="rl-num rl-dot">•</span>'
     head = link(url, title_html, "rl-cite-link")
     also = ""
     if also_at:
         places = ", ".join(esc(f"{a.get('doc', '')}:{a.get('line_start', '')}") for a in also_at[:5])
         also = f'<div class="rl-muted">Also at {places}</div>'
+    for twin in twins or []:  # the same section in another language or version of the page
+        where = esc(f"{twin['doc']}:{twin['line_start']}")
+        also += (f'<div class="rl-muted rl-twin">{esc(twin_label(twin, lang).capitalize())}: '
+                 f'{link(twin.get("url"), esc(twin["heading"]))} ({where})</div>')
     details = ""
     if entry is not None:
         details = (f'<details class="rl-details"><summary>Show the whole entry</summary>'
@@ -465,13 +470,13 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
 
 def citation_html(c: Citation, entry: Entry | None) -> str:
     return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url,
-                       _location(c.doc, c.line_start, c.line_end, c.collection), entry, c.also_at)
+                       _location(c.doc, c.line_start, c.line_end, c.collection), entry, c.also_at, c.twins, c.lang)
 
 
 def related_html(hit: Hit) -> str:
     e = hit.entry
     return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url,
-                       _location(e.doc, e.line_start, e.line_end, e.collection), e)
+                       _location(e.doc, e.line_start, e.line_end, e.collection), e, twins=e.twins, lang=e.lang)
 
 
 def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None]) -> str:

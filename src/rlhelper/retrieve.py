@@ -193,8 +193,9 @@ class Retriever:
         if not normalized.text.strip():
             raise QueryError("Nothing searchable was left in the query after removing log noise; paste the error line.")
         allowed = self.allowed_mask(framework=framework, collection=collection, lang=lang)
-        if exclude:
-            left_out = {section_key(self.index.entries[self.index.row_of(i)]) for i in exclude}
+        if exclude:  # and their twins: the same section in another language is no new answer
+            rows = [self.index.row_of(i) for i in exclude]
+            left_out = {section_key(self.index.entries[r]) for r in rows + [t for r in rows for t in self._twin_rows(r)]}
             allowed &= ~np.array([section_key(e) in left_out for e in self.index.entries])
         ranking = self.rank(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
 
@@ -222,7 +223,8 @@ class Retriever:
         fused = reciprocal_rank_fusion([lex_ids, dense_ids], k=RRF_K, weights=[LEXICAL_WEIGHT, 1.0])
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
         fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
-        return Ranking(self.one_per_section(fused), terms, lex_ids, dense_ids, dense_scores)
+        fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
+        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores)
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """Keep the best-scoring part of each section: a long section split into
@@ -239,6 +241,29 @@ class Retriever:
             seen.add(key)
             kept.append((row, score))
         return kept
+
+    def one_per_twin(self, fused: list[tuple[int, float]], allowed: np.ndarray,
+                     lang: str) -> list[tuple[int, float]]:
+        """Show a section once across its twins (twins.py: a translation or another version of
+        the page), at the best rank any of them reached, in the asker's language when a twin
+        the filters allow has it: an English question gets RLinf's English FAQ entry, not the
+        Chinese one that ranked above it."""
+        entries = self.index.entries
+        shown: set[tuple] = set()
+        kept = []
+        for row, score in fused:
+            twins = self._twin_rows(row)
+            if section_key(entries[row]) in shown or any(section_key(entries[t]) in shown for t in twins):
+                continue
+            shown.add(section_key(entries[row]))
+            if entries[row].lang != lang:
+                row = next((t for t in twins if entries[t].lang == lang and allowed[t]), row)
+                shown.add(section_key(entries[row]))
+            kept.append((row, score))
+        return kept
+
+    def _twin_rows(self, row: int) -> list[int]:
+        return [self.index.row_of(t["entry_id"]) for t in self.index.entries[row].twins]
 
     @cached_property
     def _split_sections(self) -> dict[tuple, list[int]]:

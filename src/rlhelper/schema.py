@@ -70,6 +70,10 @@ class Entry:
     # repeat in the same document, like the slime page's):
     # list of {"doc", "heading", "breadcrumb", "line_start", "line_end", "url"}.
     also_at: list[dict] = field(default_factory=list)
+    # The same section in other documents, its translation or another version of the page
+    # (twins.py): list of {"entry_id", "collection", "doc", "heading", "lang", "breadcrumb",
+    # "line_start", "line_end", "url"}.
+    twins: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,6 +110,7 @@ class Hit:
             "framework": e.framework,
             "lang": e.lang,
             "also_at": list(e.also_at),
+            "twins": list(e.twins),
         }
 
     def __repr__(self) -> str:
@@ -127,6 +132,8 @@ class Citation:
     url: str | None
     collection: str = ""
     also_at: list[dict] = field(default_factory=list)
+    twins: list[dict] = field(default_factory=list)  # Entry.twins: the same section in other documents
+    lang: str = ""
 
     @property
     def location(self) -> str:

@@ -78,7 +78,8 @@ from .errors import (
 from .lexical import TOKENIZER_VERSION, BM25Index
 from .schema import Entry
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: entries carry `twins` (twins.py)
+OLDEST_FORMAT = 1  # read as the current one without twins; the next ingest links them
 MANIFEST = "manifest.json"
 ENTRIES = "entries.jsonl"
 DENSE = "dense.faiss"
@@ -401,14 +402,14 @@ def read_manifest(path: Path, folder: Path) -> dict:
     if not isinstance(manifest, dict):
         raise IndexCorruptError(f"{where} is not a JSON object. {hint}")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if not isinstance(version, int) or not OLDEST_FORMAT <= version <= FORMAT_VERSION:
         if isinstance(version, int) and version > FORMAT_VERSION:
             raise IndexCorruptError(
                 f"{where} has index format {version}, newer than this rlhelper ({__version__}) reads "
                 f"(format {FORMAT_VERSION}). Upgrade rlhelper, or run {rebuild_hint(path)} to rebuild the index."
             )
         raise IndexCorruptError(
-            f"{where} has index format {version!r}; this rlhelper reads format {FORMAT_VERSION}. "
+            f"{where} has index format {version!r}; this rlhelper reads formats {OLDEST_FORMAT}-{FORMAT_VERSION}. "
             f"The index was built by an older version: run {rebuild_hint(path)} to rebuild it."
         )
     if manifest.get("checksum") != _manifest_checksum(manifest):

@@ -8,6 +8,7 @@ import click
 
 from .answer import runners_up
 from .schema import Answer, Hit
+from .twins import label
 
 if TYPE_CHECKING:
     from .llm import LLMStream
@@ -20,7 +21,13 @@ def _citation_lines(answer: Answer) -> list[str]:
         lines.append(click.style(f"    {c.location}", dim=True) + (f"  {c.url}" if c.url else ""))
         for other in c.also_at:
             lines.append(click.style(f"    also at {other['doc']}:{other['line_start']}-{other['line_end']}", dim=True))
+        lines += _twin_lines(c.twins, c.lang)
     return lines
+
+
+def _twin_lines(twins: list[dict], lang: str) -> list[str]:
+    return [click.style(f"    {label(t, lang)}: {t['heading']}  {t['doc']}:{t['line_start']}-{t['line_end']}", dim=True)
+            + (f"  {t['url']}" if t.get("url") else "") for t in twins]
 
 
 def print_notices(answer: Answer) -> None:
@@ -91,6 +98,8 @@ def print_hit_rows(hits: list[Hit]) -> None:
         )
         if e.url:
             click.echo(click.style(f"    {e.url}", dim=True))
+        for line in _twin_lines(e.twins, e.lang):
+            click.echo(line)
 
 
 def print_hits(answer: Answer) -> None:
