@@ -157,17 +157,20 @@ def doc_matches(actual: str, expected: str) -> bool:
 
 
 def entry_locations(entry) -> list[tuple[str, str]]:
-    """(doc, heading) of every place an entry's text lives: itself, then its merged duplicates.
+    """(doc, heading) of every place an entry's text lives: itself, its merged duplicates, and
+    its twins (the same section translated, or another version of the page: twins.py), since
+    the search shows a section once across them, in the asker's language.
 
     Docs are prefixed with the collection so an expected "seeds/x.txt" matches as well as "x.txt".
     """
     collection = getattr(entry, "collection", "") or ""
 
-    def where(doc: str) -> str:
-        return f"{collection}/{doc}" if collection else doc
+    def where(doc: str, in_collection: str = collection) -> str:
+        return f"{in_collection}/{doc}" if in_collection else doc
 
     places = [(where(entry.doc), entry.heading)]
     places += [(where(a.get("doc", entry.doc)), a.get("heading", "")) for a in getattr(entry, "also_at", None) or []]
+    places += [(where(t["doc"], t.get("collection", "")), t["heading"]) for t in getattr(entry, "twins", None) or []]
     return places
 
 
