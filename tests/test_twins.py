@@ -99,3 +99,12 @@ def test_the_eval_counts_a_hit_on_a_twin(full):
     shown = entry_at(full, *GCS_EN)
     gains = evaluate.relevance_gains([evaluate.entry_locations(shown)], [{"doc": GCS_ZH[0], "heading": GCS_ZH[1]}])
     assert gains == [1]
+
+
+def test_info_lists_the_twin_pages(full_index, seeds_index):
+    from rlhelper.status import index_info, render_info
+
+    info = index_info(full_index)
+    assert info.twins["001_4943b08643600789.txt ~ rlinf/faq.rst"] >= 10
+    assert "001_4943b08643600789.txt ~ rlinf/faq.rst" in render_info(info)
+    assert index_info(seeds_index).twins == {} and "twins" not in render_info(index_info(seeds_index))

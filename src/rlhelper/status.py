@@ -49,6 +49,8 @@ class IndexInfo:
     # What `rlhelper ingest` would change, one line each; empty when the index is up to date.
     out_of_date: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Pages holding the same sections (twins.py: a translation or another version): "a ~ b" -> sections.
+    twins: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,8 +76,13 @@ def index_info(path: Path | str) -> IndexInfo:
         frameworks=dict(Counter(e.framework for e in entries).most_common()),
         languages=dict(Counter(e.lang for e in entries).most_common()),
         abstention_model=abstention_model, update_command=rebuild_hint(index.path, rebuild=False).replace("`", ""),
-        out_of_date=_out_of_date(index, collections), notes=[note] if note else [],
+        out_of_date=_out_of_date(index, collections), notes=[note] if note else [], twins=_twin_pages(entries),
     )
+
+
+def _twin_pages(entries) -> dict[str, int]:
+    pairs = Counter(" ~ ".join(sorted((e.doc, t["doc"]))) for e in entries for t in e.twins)
+    return {pages: n // 2 for pages, n in sorted(pairs.items())}  # each pair is listed from both sides
 
 
 def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
@@ -159,6 +166,10 @@ def render_info(info: IndexInfo) -> str:
         lines.append(f"  {'':<{width}}  {'from' if c.whole_folder else 'files picked from'} {c.source}")
     lines.append("frameworks  " + ", ".join(f"{name} {n}" for name, n in info.frameworks.items()))
     lines.append("languages   " + ", ".join(f"{name} {n}" for name, n in info.languages.items()))
+    if info.twins:
+        lines.append(f"twins       {counted(sum(info.twins.values()), 'section')} also in another page "
+                     "(a translation or another version), shown once in results:")
+        lines += [f"  {pages}  ({n})" for pages, n in info.twins.items()]
     if info.out_of_date:
         lines.append(f"status      out of date ({len(info.out_of_date)}); `{info.update_command}` updates it:")
         lines += [f"  - {reason}" for reason in info.out_of_date]
