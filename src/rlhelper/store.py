@@ -33,7 +33,7 @@ vectors and tokens of unchanged documents, including entries that merging
 folded into a duplicate elsewhere (they come back when that duplicate goes).
 Reading them back from FAISS would only work for flat indexes; a plain .npy
 works for every index type. The price is the vectors stored twice (2 MB for
-the shipped corpus, 218 MB each at 100k entries: 753 MB on disk in all, ingest
+the shipped corpus, 218 MB each at 100k entries: 784 MB on disk in all, ingest
 peak RSS 1.1 GB, measured on the synthetic scale corpus); `load` never reads them.
 
 Why JSON Lines for entries: no pickle (a downloaded index cannot run code),
