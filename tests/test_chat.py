@@ -29,6 +29,19 @@ def test_piped_messages_are_separated_by_blank_lines():
     assert said == ["first line\nsecond line", "next"]
 
 
+def test_on_a_terminal_lines_that_arrive_together_are_one_message():
+    leader, follower = pty.openpty()
+    with os.fdopen(follower, "r", closefd=True) as terminal:
+        said = messages(terminal)
+        os.write(leader, TRACEBACK.encode())  # a paste: every line at once
+        assert next(said) == TRACEBACK.rstrip("\n")
+        os.write(leader, b"what about slime?\n")  # typed: one line
+        assert next(said) == "what about slime?"
+        os.write(leader, b"\x04")  # Ctrl-D on an empty line
+        assert next(said, None) is None
+    os.close(leader)
+
+
 def test_a_short_message_follows_up_on_the_answer_before_it(seeds_index):
     first, second = chat_json(seeds_index, f"{WAKE_UP}\n\nwhat about slime?\n")
     assert first["citations"][0]["heading"] == WAKE_UP_HEADING and first["follow_up_of"] is None
