@@ -61,6 +61,14 @@ def test_new_forgets_the_topic_and_a_bad_message_does_not_end_the_conversation(s
     assert answers[2]["citations"][0]["heading"] == WAKE_UP_HEADING
 
 
+def test_an_unknown_command_is_named_and_a_path_is_still_a_question(seeds_index):
+    done = rlhelper("chat", "--index", str(seeds_index), "--json",
+                    stdin="/nwe\n\n/usr/local/cuda/bin/nvcc fails: no kernel image is available\n")
+    assert done.returncode == 0 and "Unknown command /nwe: /new, /quit or /help." in done.stderr
+    [answer] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answer["query"].startswith("/usr/local/cuda")
+
+
 def test_quit_ends_the_conversation(seeds_index):
     answers = chat_json(seeds_index, f"{WAKE_UP}\n\n/quit\n\n{WAKE_UP}\n")
     assert len(answers) == 1

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import select
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TextIO
@@ -101,6 +102,8 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
             click.secho("New topic: the next message is read on its own.", dim=True, err=True)
         elif command == HELP:
             click.echo(GREETING, err=True)  # stderr, as notes are: stdout holds only answers
+        elif re.fullmatch(r"/[a-z]+", command):  # "/usr/bin/nvcc failed" is a question; "/nwe" a typo
+            click.secho(f"Unknown command {command}: /new, /quit or /help.", fg="yellow", err=True)
         else:
             try:
                 show(conversation.ask(message))
