@@ -13,6 +13,7 @@ import pytest
 from rlhelper import embed, lexical, store
 from rlhelper.errors import EmbedderMismatchError, IndexLockedError
 from rlhelper.ingest import find_sources, ingest
+from rlhelper.status import index_info
 from rlhelper.store import Index, index_lock
 
 GUIDE = """# Rollout guide
@@ -131,12 +132,14 @@ def test_an_index_built_before_twins_is_linked_by_the_next_ingest_without_embedd
     manifest["checksum"] = store._manifest_checksum(manifest)
     manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
     assert Index.load(path).manifest["format_version"] == 1
+    assert any("not linked" in reason for reason in index_info(path).out_of_date)
 
     report = ingest(None, index=path)
     assert report.written and report.embedded == 0
     index = Index.load(path)
     assert index.manifest["format_version"] == store.FORMAT_VERSION and index.manifest["settings"]["twins"]
     assert any(e.twins for e in index.entries)
+    assert not any("not linked" in reason for reason in index_info(path).out_of_date)
 
 
 # --- incremental -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import confidence
+from . import confidence, twins
 from .entries import read_document
 from .errors import DocumentError
 from .ingest import find_sources, parser_fingerprint
@@ -93,6 +93,9 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
                        "re-ingested")
     elif index.manifest.get("settings", {}).get("parser") != parser_fingerprint():
         reasons.append("built by another version of the parser: entries may be cut differently now")
+    if index.manifest.get("settings", {}).get("twins") != twins.VERSION:
+        reasons.append("sections that two pages share (a translation, another version) are not linked as in "
+                       "this rlhelper: results may show both copies")
     recorded = {(d["collection"], d["doc"]): d for d in index.manifest.get("documents", [])}
     for c in collections:
         if not c.whole_folder:
