@@ -257,7 +257,8 @@ def _resolve_index_path(index: str | Path | None) -> Path:
 
 class Conversation:
     """Messages answered in turn, each read with the answer before it when it is a follow-up
-    (`Helper.ask(previous=...)`): what the web chat and `rlhelper chat` keep per user."""
+    (`Helper.ask(previous=...)`): what `rlhelper chat` keeps. (The web chat keeps its own
+    `previous` in the browser session, and only an answer that found an entry.)"""
 
     def __init__(self, helper: Helper, **search):
         self.helper = helper
