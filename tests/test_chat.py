@@ -13,7 +13,7 @@ import time
 import pytest
 from test_cli import ANSI, LIMIT, RLHELPER, TRACEBACK, WAKE_UP, WAKE_UP_HEADING, cli_env, rlhelper  # noqa: F401
 
-from rlhelper.chat import messages
+from rlhelper.chat import History, messages
 
 PROMPT = "rlhelper> "
 
@@ -145,6 +145,39 @@ def test_on_a_terminal_a_pasted_traceback_is_one_message(terminal):
 
     terminal.type("\x04")  # Ctrl-D on an empty line
     assert terminal.close() == 0
+
+
+def test_up_arrow_brings_back_a_question_from_an_earlier_session(seeds_index, isolated_home):
+    first = Terminal("--index", str(seeds_index))
+    first.read_until(PROMPT, 0)
+    start = len(first.seen)
+    first.type(TRACEBACK)  # a paste: kept as one entry, not one per line
+    first.read_until(PROMPT, start + len(TRACEBACK))
+    first.type("\x04")
+    assert first.close() == 0
+    kept = History(isolated_home / ".local" / "share" / "rlhelper" / "chat_history.jsonl")
+    assert kept.load() == [TRACEBACK.rstrip("\n")]
+    assert oct(kept.path.stat().st_mode & 0o777) == "0o600"
+
+    second = Terminal("--index", str(seeds_index))
+    second.read_until(PROMPT, 0)
+    start = len(second.seen)
+    second.type("\x1b[A\r")  # ↑, Enter: the traceback asked again
+    second.read_until(WAKE_UP_HEADING, start)  # the answer (the pasted lines do not hold the heading)
+    second.read_until(PROMPT, second.seen.index(WAKE_UP_HEADING, start))
+    second.type("\x04")
+    assert second.close() == 0
+
+
+def test_history_keeps_the_last_messages_and_skips_a_line_cut_short(tmp_path):
+    history = History(tmp_path / "deep" / "chat_history.jsonl", keep=3)
+    assert history.load() == []  # none yet
+    for message in ["one", "two\nlines", "three", "four"]:
+        history.add(message)
+    with history.path.open("a", encoding="utf-8") as out:
+        out.write('"cut sh')  # a crash mid-write
+    assert history.load() == ["three", "four"]  # the last three lines, the broken one skipped
+    assert History(tmp_path / "deep" / "chat_history.jsonl", keep=10).load() == ["one", "two\nlines", "three", "four"]
 
 
 def test_help_shows_the_piped_example_as_typed():

@@ -6,7 +6,11 @@
 
 What one message is depends on where it comes from. On a terminal, whatever
 arrives together: a pasted traceback comes in one burst of lines and is one
-message, a typed question is one line. The burst is read from the file
+message, a typed question is one line. When both ends are a terminal the line
+is read with readline, so it can be edited and ↑ brings back earlier questions
+(kept in the data folder across sessions); a terminal with bracketed paste
+hands a paste over whole, one without types it in, and its other lines already
+wait when the first one returns. Otherwise the burst is read from the file
 descriptor itself, since Python's buffered stdin would swallow the rest of a
 paste and hide it from `select`. From a pipe nothing arrives in bursts one
 can trust, so there messages are separated by a blank line:
@@ -21,14 +25,18 @@ Each answer after the first may be read as a follow-up of the one before it
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import re
 import select
+import sys
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import click
 
+from . import config
 from .errors import RlhelperError
 
 if TYPE_CHECKING:
@@ -36,6 +44,8 @@ if TYPE_CHECKING:
     from .schema import Answer
 
 PASTE_GAP = 0.05  # seconds: lines arriving closer together than this belong to one paste
+PROMPT = "rlhelper> "
+HISTORY_LENGTH = 500  # messages kept for ↑ across sessions
 NEW_TOPIC = ("/new", "/reset")
 QUIT = ("/quit", "/exit", "quit", "exit")
 HELP = "/help"
@@ -43,19 +53,114 @@ GREETING = ("Ask about an error, paste a traceback, or ask a follow-up (\"what a
             "/new starts a new topic, /quit or Ctrl-D ends.")
 
 
-def messages(stream: TextIO) -> Iterator[str]:
-    """The messages read from `stream` (see the module doc for what one message is)."""
+def messages(stream: TextIO, prompt: str | None = None) -> Iterator[str]:
+    """The messages read from `stream` (see the module doc for what one message is), each after
+    `prompt` when one is given. Unless readline shows it on the terminal both ends are, the prompt
+    goes to stderr, as `read -p` puts it: stdout holds only the answers, for `rlhelper chat | tee log`."""
     if not stream.isatty():
         yield from _blocks(stream)
-    elif os.name == "posix":
-        yield from _bursts(stream.fileno())
-    else:  # no select() on a Windows console: one line, one message
-        yield from (line.strip() for line in stream if line.strip())
+    elif os.name != "posix":  # no select() on a Windows console: one line, one message
+        yield from _lines(stream, prompt)
+    elif stream is sys.stdin and sys.stdout.isatty() and _readline() is not None:
+        yield from _edited(stream.fileno(), prompt)
+    else:
+        yield from _bursts(stream.fileno(), prompt)
 
 
-def _bursts(fd: int) -> Iterator[str]:
+def _show_prompt(prompt: str | None) -> None:
+    if prompt:
+        click.secho(prompt, fg="cyan", bold=True, nl=False, err=True)
+
+
+def _lines(stream: TextIO, prompt: str | None) -> Iterator[str]:
+    while True:
+        _show_prompt(prompt)
+        line = stream.readline()
+        if not line:
+            return
+        if line.strip():
+            yield line.strip()
+
+
+def _readline():
+    """The readline module, or None where Python was built without it."""
+    try:
+        import readline
+    except ImportError:
+        return None
+    return readline
+
+
+def _edited(fd: int, prompt: str | None) -> Iterator[str]:
+    readline = _readline()
+    history = History(config.data_dir() / "chat_history.jsonl")
+    readline.set_auto_history(False)  # a paste typed in is one entry, not one per line
+    for message in history.load():
+        readline.add_history(message)
+    # input() writes its prompt to stdout; readline must be told which bytes take no room.
+    styled = f"\001{click.style('', fg='cyan', bold=True, reset=False)}\002{prompt}\001\033[0m\002" if prompt else ""
+    while True:
+        try:
+            text = input(styled)
+        except EOFError:  # Ctrl-D on an empty line
+            return
+        ended = False
+        while select.select([fd], [], [], PASTE_GAP)[0]:  # a paste typed in: the rest is waiting
+            try:
+                text += "\n" + input()
+            except EOFError:
+                ended = True
+                break
+        if text.strip():
+            message = text.strip("\n")
+            readline.add_history(message)
+            history.add(message)
+            yield message
+        if ended:
+            return
+
+
+class History:
+    """Messages kept across sessions for ↑, one JSON string per line: readline's own history file
+    splits a multi-line paste into one entry per line."""
+
+    def __init__(self, path: Path, keep: int = HISTORY_LENGTH):
+        self.path, self.keep = path, keep
+
+    def load(self) -> list[str]:
+        try:
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:  # none yet, or unreadable: start afresh
+            return []
+        kept = []
+        for line in lines[-self.keep:]:
+            try:
+                message = json.loads(line)
+            except ValueError:  # a line cut short by a crash
+                continue
+            if isinstance(message, str):
+                kept.append(message)
+        return kept
+
+    def add(self, message: str) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # questions may hold paths and hostnames: the file is the user's alone
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with open(fd, "a", encoding="utf-8") as out:
+                out.write(json.dumps(message, ensure_ascii=False) + "\n")
+            if self.path.stat().st_size > 2 * 1024 * 1024:  # trim now and then, not on every message
+                kept = self.load()
+                self.path.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in kept),
+                                     encoding="utf-8")
+        except OSError:  # a read-only home: history lasts for this session only
+            pass
+
+
+def _bursts(fd: int, prompt: str | None) -> Iterator[str]:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     while True:
+        _show_prompt(prompt)
         chunk = os.read(fd, 65536)  # canonical mode: returns one line, or b"" for Ctrl-D
         if not chunk:
             return
@@ -85,14 +190,12 @@ def _blocks(stream: TextIO) -> Iterator[str]:
         yield "\n".join(block)
 
 
-def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None], *,
-             prompt: Callable[[], None] = lambda: None, **search) -> int:
+def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None], **search) -> int:
     """Answer each message with `show`, following up on the answer before it; returns how many
     were answered. A bad message (empty after cleaning, too long) is reported and skipped:
     a conversation does not end on one mistake."""
     conversation = helper.conversation(**search)
     answered = 0
-    prompt()
     for message in said:
         command = message.strip().lower()
         if command in QUIT:
@@ -113,5 +216,4 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
                 click.secho("\n[interrupted]", fg="yellow", err=True)
             else:
                 answered += 1
-        prompt()
     return answered

@@ -226,7 +226,7 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
 
     /new starts a new topic; /quit or Ctrl-D ends.
     """
-    from .chat import GREETING, converse, messages
+    from .chat import GREETING, PROMPT, converse, messages
 
     settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     helper = _load_helper(index)
@@ -237,14 +237,11 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
         if not as_json:
             click.echo()
 
-    def prompt():  # on stderr, as `read -p` does: stdout holds only the answers, for `| tee log`
-        if interactive:
-            click.secho("rlhelper> ", fg="cyan", bold=True, nl=False, err=True)
-
     if interactive:
         click.secho(GREETING, dim=True, err=True)
     try:
-        converse(helper, messages(sys.stdin), show, prompt=prompt, k=k, **_filters_of(framework, collection, lang))
+        said = messages(sys.stdin, prompt=PROMPT if interactive else None)
+        converse(helper, said, show, k=k, **_filters_of(framework, collection, lang))
     except KeyboardInterrupt:  # Ctrl-C at the prompt ends the conversation quietly
         pass
     if interactive:
