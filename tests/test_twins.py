@@ -16,6 +16,8 @@ GCS_ZH = ("001_4943b08643600789.txt", "无法连接 GCS（ip:port）")
 GCS_EN = ("rlinf/faq.rst", "Cannot Connect to GCS at ip:port")
 BATCH_EN = ("slime/qa.md", "How is the batch size calculated?")
 BATCH_ZH = ("slime/zh/qa.md", "batch size 是如何计算的？")
+RESUME_EN = ("slime/qa.md", "How do I resume training?")  # translated freely: no identifier in common
+RESUME_ZH = ("slime/zh/qa.md", "如何续训？")
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +37,7 @@ def test_translated_sections_are_linked_both_ways(full):
     assert GCS_EN in twin_places(entry_at(full, *GCS_ZH))
     assert GCS_ZH in twin_places(entry_at(full, *GCS_EN))
     assert BATCH_ZH in twin_places(entry_at(full, *BATCH_EN))
+    assert RESUME_ZH in twin_places(entry_at(full, *RESUME_EN))
     for e in full.entries:
         for t in e.twins:
             assert t["doc"] != e.doc  # another document, never a section of its own
@@ -60,6 +63,30 @@ def test_one_similar_heading_does_not_make_two_pages_twins():
     vectors[3] = vectors[1]
     assert twins.link(pages, vectors) == 2  # two sections in order: twin pages
     assert twin_places(pages[0]) == {("b.md", "Debugging Tips")}
+
+
+def test_a_weaker_pair_is_linked_only_in_order_between_twin_sections():
+    """Page a holds sections A, w, C, D; page b the same, with w's copy only weakly similar
+    (above GAP_MATCH, below MATCH): linked where it sits between A and C, not after C."""
+    def entry(doc, n):
+        return Entry(id=f"{doc}#{n}", collection="c", doc=doc, doc_title=doc, framework="slime", lang="en",
+                     breadcrumb=[str(n)], heading=str(n), anchor=str(n), line_start=n, line_end=n, text=str(n))
+
+    weak = np.sqrt(2 * twins.GAP_MATCH + 0.02)  # the cosine that puts the pair just above GAP_MATCH
+    unit = np.eye(6, dtype=np.float32)
+    a, c, d = unit[0], unit[2], unit[3]
+    w_in_a = weak * unit[1] + np.sqrt(1 - weak**2) * unit[4]
+    w_in_b = weak * unit[1] + np.sqrt(1 - weak**2) * unit[5]
+
+    def linked(page_b: list) -> list[Entry]:
+        pages = [entry("a.md", n) for n in range(4)] + [entry("b.md", n) for n in range(4)]
+        assert twins.link(pages, np.array([a, w_in_a, c, d, *page_b], dtype=np.float32))
+        return pages
+
+    in_order = linked([a, w_in_b, c, d])
+    assert twin_places(in_order[1]) == {("b.md", "1")}
+    out_of_order = linked([a, c, w_in_b, d])
+    assert not out_of_order[1].twins and twin_places(out_of_order[2]) == {("b.md", "1")}  # C still linked
 
 
 def test_a_section_is_shown_once_in_the_askers_language(full):
