@@ -1,6 +1,8 @@
 """Regression gate: the test split's hybrid metrics must not fall more than 0.02 below the baselines:
 eval/baseline.json for the single questions (eval/seeds.jsonl), eval/baseline-followups.json for the
-conversations (eval/followups.jsonl; 28 answerable items, so one item lost fails it).
+conversations (eval/followups.jsonl; 28 answerable items, so one item lost fails it), and
+eval/baseline-official.json for the official pages (eval/official.jsonl, on seeds + official: the
+default index).
 
 A baseline is written by the command it records (`python -m rlhelper.evaluate --write-baseline`,
 with `--set` and `--baseline` for the follow-ups; default embedder, seeds collection, test split,
@@ -19,27 +21,29 @@ from rlhelper import evaluate as ev
 
 REPO = Path(__file__).resolve().parent.parent
 GATED = [(REPO / "eval" / "seeds.jsonl", REPO / "eval" / "baseline.json"),
-         (REPO / "eval" / "followups.jsonl", REPO / "eval" / "baseline-followups.json")]
+         (REPO / "eval" / "followups.jsonl", REPO / "eval" / "baseline-followups.json"),
+         (REPO / "eval" / "official.jsonl", REPO / "eval" / "baseline-official.json")]
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def gate_index(request, tmp_path):
-    """The shared seeds index when conftest provides one, else a fresh one of the seeds collection."""
+def gate_index(request, tmp_path, collections: list[str]):
+    """The shared index of these collections when conftest provides one, else a fresh one."""
+    shared = {("seeds",): "seeds_index", ("official", "seeds"): "full_index"}.get(tuple(sorted(collections)))
     try:
-        return request.getfixturevalue("seeds_index")
+        if shared:
+            return request.getfixturevalue(shared)
     except pytest.FixtureLookupError:
         pass
     from rlhelper.ingest import ingest
 
-    target = tmp_path / "seeds-index"
-    ingest([REPO / "ingest" / "seeds"], index=target, rebuild=True)
+    target = tmp_path / "gate-index"
+    ingest([REPO / "ingest" / name for name in collections], index=target, rebuild=True)
     return target
 
 
 @pytest.mark.parametrize(("eval_file", "baseline_file"), GATED, ids=[f.name for f, _ in GATED])
-def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request, eval_file, baseline_file):
+def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request, tmp_path, eval_file, baseline_file):
     if not baseline_file.is_file():
         pytest.skip(f"{baseline_file.name} is absent: write it with `python -m rlhelper.evaluate --write-baseline`")
     if not eval_file.is_file():
@@ -47,9 +51,10 @@ def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request, eval_file, 
     baseline = json.loads(baseline_file.read_text(encoding="utf-8"))
     assert baseline["eval_file"] == eval_file.name
     assert baseline["split"] == "test" and baseline["mode"] == "hybrid", "baseline must be test-split hybrid metrics"
-    index = request.getfixturevalue("gate_index")
+    collections = baseline.get("collections") or ["seeds"]
+    index = gate_index(request, tmp_path, collections)
 
-    result = ev.run_eval(eval_file, split="test", index=index, collections=["seeds"])
+    result = ev.run_eval(eval_file, split="test", index=index, collections=collections)
 
     assert result.embedder == baseline["embedder"], "baseline was measured with another embedder"
     # Abstention metrics depend on the calibrated threshold: re-calibrating means re-baselining, on purpose.

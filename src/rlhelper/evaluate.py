@@ -819,21 +819,26 @@ def write_report(result: EvalResult, report_dir: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write eval/baseline.json from the test split, hybrid mode, default embedder, seeds collection."""
+    """Write eval/baseline.json from the test split, hybrid mode, default embedder, seeds collection
+    (another set, baseline file or collections with --set, --baseline, --collection)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m rlhelper.evaluate", description=main.__doc__)
     parser.add_argument("--write-baseline", action="store_true", help="write the baseline file")
     parser.add_argument("--set", dest="eval_file", type=Path, default=DEFAULT_EVAL_FILE)
     parser.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE)
-    parser.add_argument("--index", help="evaluate this index instead of a fresh seeds index")
+    parser.add_argument("--collection", dest="collections", action="append",
+                        help="collections to index and search (repeatable; default: seeds)")
+    parser.add_argument("--index", help="evaluate this index instead of a fresh one of the collections")
     args = parser.parse_args(argv)
-    result = run_eval(args.eval_file, split="test", collections=["seeds"], index=args.index)
+    collections = args.collections or ["seeds"]
+    result = run_eval(args.eval_file, split="test", collections=collections, index=args.index)
     print(format_table(result))
     if args.write_baseline:
         command = "python -m rlhelper.evaluate --write-baseline"
         if args.eval_file != DEFAULT_EVAL_FILE or args.baseline != DEFAULT_BASELINE:
             command += f" --set {_repo_relative(args.eval_file)} --baseline {_repo_relative(args.baseline)}"
+        command += "".join(f" --collection {c}" for c in collections if collections != ["seeds"])
         args.baseline.parent.mkdir(parents=True, exist_ok=True)
         args.baseline.write_text(json.dumps(baseline_of(result, command=command), indent=2) + "\n",
                                  encoding="utf-8")

@@ -1,0 +1,37 @@
+"""eval/official.jsonl, the blind set for the official pages: valid, split by its rule, and every
+expected section is one the default corpus's index holds."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from rlhelper import evaluate as ev
+from rlhelper.api import Helper
+
+EVAL = Path(__file__).resolve().parent.parent / "eval"
+
+
+def split_official():
+    spec = importlib.util.spec_from_file_location("split_official", EVAL / "split_official.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_set_is_valid_and_split_by_section(capsys):
+    module = split_official()
+    assert module.check(module.load()) == 0, capsys.readouterr().out
+    items = ev.load_eval_set(EVAL / "official.jsonl")
+    side_of = {}
+    for item in items:
+        if item.expected:  # every item of one section on one side: nothing tuned on dev leaks into test
+            first = item.expected[0]
+            assert side_of.setdefault((first["doc"], first["heading"]), item.split) == item.split, item.id
+    assert {i.split for i in items} == {"dev", "test"}
+
+
+def test_every_expected_section_is_in_the_index(full_index):
+    items = ev.load_eval_set(EVAL / "official.jsonl")
+    _, warnings = ev.evaluate_helper(Helper.load(full_index), items, modes=("lexical",))
+    assert warnings == []
