@@ -13,6 +13,8 @@
     python eval/experiments/dev_studies.py query-shape  # BM25 weight by query shape (error line vs question)
     python eval/experiments/dev_studies.py heading-vector  # the embedder on headings alone, mixed or fused
     python eval/experiments/dev_studies.py stem-terms  # Snowball stems beside the words (pip install snowballstemmer)
+    python eval/experiments/dev_studies.py convex     # convex combination of normalised scores, and the
+                                                      # BM25 weight, on seeds dev and official dev
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -570,11 +572,71 @@ def stem_terms(study: Study) -> None:
         print(f"stem ranking, weight {weight}: {ranked(weight=weight)}")
 
 
+def convex(study: Study) -> None:
+    """Fuse normalised scores (BM25 over the query's best, cosine min-max over the candidates)
+    instead of ranks, and sweep RRF's BM25 weight: on seeds dev (seeds index) and on the official
+    pages' dev split (default index), where BM25 alone beats the fusion."""
+    official = Helper.load(ROOT / "index" / "default")
+    official_dev = [i for i in load_eval_set(ROOT / "eval" / "official.jsonl", split="dev") if i.answerable]
+    for name, helper, items in (("seeds", study.helper, dev_items()), ("official", official, official_dev)):
+        rows = _scored_rows(helper, items)
+        for weight in (3.0, 4.0, 5.0, 6.0):
+            shipped = " (shipped)" if weight == 3.0 else ""
+            print(f"{name}: RRF, BM25 weight {weight}{shipped}: {_ranked(helper, rows, _rrf(weight))}")
+        for alpha in (0.5, 0.6, 0.7, 0.8):
+            print(f"{name}: convex, BM25 share {alpha}: {_ranked(helper, rows, _convex(alpha))}")
+
+
+def _scored_rows(helper, items):
+    """Per item: the shipped ranking, BM25 scores and cosines of the candidates."""
+    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    rows = []
+    for item in items:
+        normalized = normalize_query(item.query)
+        ranking = retriever.rank(normalized, allowed)
+        terms = ranking.terms
+        ids, scores = (retriever.index.bm25.search(terms.tokens, 50, allowed=allowed, extra=terms.extra)
+                       if terms.tokens else (np.zeros(0), np.zeros(0)))
+        lexical_scores = {int(i): float(s) for i, s in zip(ids, scores, strict=True) if s > 0}
+        dense_scores = dict(zip(ranking.dense_ids, ranking.dense_scores, strict=True))
+        rows.append((item, normalized, ranking, lexical_scores, dense_scores))
+    return rows
+
+
+def _ranked(helper, rows, fuse) -> str:
+    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    ranks = []
+    for item, normalized, ranking, lexical_scores, dense_scores in rows:
+        fused = fuse(ranking, lexical_scores, dense_scores)
+        fused = boost(fused, retriever.framework_factors(normalized.frameworks, [i for i, _ in fused]))
+        lang = "zh" if lexical.has_han(normalized.text) else "en"
+        fused = retriever.one_per_twin(retriever.one_per_section(fused), allowed, lang)
+        ranks.append(first_hit(helper.entries, [i for i, _ in fused], item))
+    return figures(ranks)
+
+
+def _rrf(weight: float):
+    def fuse(ranking, _lexical_scores, _dense_scores):
+        return reciprocal_rank_fusion([ranking.lex_ids, ranking.dense_ids], k=10, weights=[weight, 1.0])
+    return fuse
+
+
+def _convex(alpha: float):
+    def fuse(_ranking, lexical_scores, dense_scores):
+        top = max(lexical_scores.values(), default=1.0)
+        low, high = min(dense_scores.values(), default=0.0), max(dense_scores.values(), default=1.0)
+        score = {i: alpha * lexical_scores.get(i, 0.0) / top
+                 + (1 - alpha) * (dense_scores.get(i, low) - low) / (high - low + 1e-9)
+                 for i in set(lexical_scores) | set(dense_scores)}
+        return sorted(score.items(), key=lambda pair: -pair[1])
+    return fuse
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
            "abstain-language": abstain_language, "calibration-cv": calibration_cv,
-           "heading-vector": heading_vector, "stem-terms": stem_terms}
+           "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
