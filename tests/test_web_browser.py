@@ -176,6 +176,23 @@ def test_chat_messages_are_labelled_with_their_text_not_their_html(page, seeds_u
     assert asked.startswith("Your message: ") and QUESTION.split()[0] in asked and "<p>" not in asked
 
 
+def test_a_question_link_opens_a_new_tab_that_asks_it_with_its_filter(page, seeds_url):
+    page.goto(seeds_url)
+    page.locator("#rl-header h1").wait_for()
+    assert page.locator("#rl-chat [data-testid='user']").count() == 0  # no ?q=: nothing asked
+    page.locator("#rl-framework input").click()
+    page.get_by_role("option", name="SkyRL").click()
+    ask(page, "wake_up timed out after 60s")
+    with page.context.expect_page() as opened:
+        page.locator(".rl-link a").last.click()
+    shared = opened.value
+    assert "q=wake_up+timed+out+after+60s" in shared.url and "framework=skyrl" in shared.url
+    shared.locator(".rl-answer .rl-sources, .rl-answer .rl-abstain, .rl-error").last.wait_for()
+    assert "Error: RuntimeError: wake_up timed out after Xs" in shared.locator(".rl-answer").last.inner_text()
+    assert shared.locator("#rl-framework input").input_value() == "SkyRL"  # the filter came with it
+    assert page.locator("#rl-chat [data-testid='user']").count() == 1  # the first tab's chat is kept
+
+
 def test_example_prompt_in_chinese(page, seeds_url):
     page.goto(seeds_url)
     page.locator("button.example", has_text="显存不足").click()

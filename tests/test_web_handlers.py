@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 import sqlite3
 import sys
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -114,6 +116,36 @@ def test_a_pasted_log_shows_the_lines_that_were_searched(helper):
     assert "Searched for: <code>RuntimeError: wake_up timed out after 60s</code>" in user
     assert "Searched for" not in answer  # the answer holds doc text only
     assert "Searched for" not in run(helper, WEIGHT_SYNC)[0][-1][-2]["content"]  # a one-line question is its own echo
+
+
+def link_under(steps) -> str:
+    """The query string of the "Link to this question" under the last user message."""
+    found = re.findall(r'<div class="rl-link"><a href="([^"]*)"', steps[-1][-2]["content"])
+    assert len(found) == 1 and 'target="_blank"' in steps[-1][-2]["content"]
+    return html_lib.unescape(found[0])
+
+
+def test_each_question_links_to_itself_with_its_filters(helper):
+    steps, session = run(helper, WEIGHT_SYNC, framework="slime")
+    link = link_under(steps)
+    assert parse_qs(link.removeprefix("?")) == {"q": [WEIGHT_SYNC], "framework": ["slime"]}
+    assert "rl-link" not in final_html(steps)  # under the question, not in the answer
+    # Opened, the link asks the same question with the same filter.
+    assert web.linked_question(parse_qs(link.removeprefix("?"))) == (WEIGHT_SYNC, "slime", "")
+    # A follow-up links to what was searched, which stands on its own.
+    steps, _ = run(helper, "and on multiple nodes?", framework="slime", session=session, history=steps[-1])
+    question = parse_qs(link_under(steps).removeprefix("?"))["q"][0]
+    assert question.startswith(WEIGHT_SYNC) and question.endswith("and on multiple nodes?")
+    # A whole log is too long for a link: it links to the lines that were searched.
+    log = "".join(f"2025-03-01 12:00:{i % 60:02d} INFO step {i} reward=0.1\n" for i in range(300))
+    steps, _ = run(helper, log + "ERROR RuntimeError: wake_up timed out after 60s\n")
+    assert parse_qs(link_under(steps).removeprefix("?")) == {"q": ["RuntimeError: wake_up timed out after 60s"]}
+
+
+def test_a_link_opens_with_at_most_one_capped_question():
+    assert web.linked_question({}) == ("", "", "")
+    assert web.linked_question({"q": ["  first ", "second"], "framework": "verl"}) == ("first", "verl", "")
+    assert len(web.linked_question({"q": "x" * 10_000})[0]) == web.LINK_MAX_CHARS
 
 
 def test_framework_filter_that_hides_the_answer_says_so(helper):
@@ -240,7 +272,8 @@ def test_hostile_document_text_is_shown_never_run(hostile_helper):
             html = message["content"]
             assert not re.search(r"<\s*(script|img|iframe|svg|object|embed|style|link|meta|form|input)\b", html, re.I)
             assert not re.search(r"<[^>]*\son\w+\s*=", html)
-            assert all(h.startswith(("https://", "http://")) for h in hrefs(html))
+            # documents link out over http(s); the only other link asks the question on this page
+            assert all(h.startswith(("https://", "http://", "?q=")) for h in hrefs(html))
     html = final_html(steps)
     assert "&lt;script&gt;alert(&#x27;xss-script&#x27;)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
@@ -249,7 +282,9 @@ def test_hostile_document_text_is_shown_never_run(hostile_helper):
 
 def test_hostile_query_is_escaped(helper):
     steps, _ = run(helper, "<img src=x onerror=alert(1)> weight sync")
-    assert steps[-1][0]["content"] == "<p>&lt;img src=x onerror=alert(1)&gt; weight sync</p>"
+    echo, link = steps[-1][0]["content"].split('<div class="rl-link">')
+    assert echo == "<p>&lt;img src=x onerror=alert(1)&gt; weight sync</p>"
+    assert link.startswith('<a href="?q=%3Cimg+src%3Dx+onerror%3Dalert%281%29%3E+weight+sync"')  # encoded
 
 
 # -- votes --------------------------------------------------------------------------------------

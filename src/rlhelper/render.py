@@ -531,6 +531,13 @@ def searched_html(answer: Answer) -> str:
     return f'<div class="rl-searched">Searched for: <code>{esc(answer.normalized_query[:300])}</code></div>'
 
 
+def link_html(search: str) -> str:
+    """A link that asks the question again (`search` is the query string, "?q=..."), to share it.
+    It opens a new tab: following it here would end this conversation."""
+    return (f'<div class="rl-link"><a href="{esc(search)}" target="_blank" rel="noopener noreferrer">'
+            'Link to this question</a></div>')
+
+
 def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
                 entry_for: Callable[[str], Entry | None] | None = None) -> str:
     """The assistant message for an Answer.

@@ -10,7 +10,7 @@ browser or a server. All HTML comes from render.py, which escapes document and
 user text before adding markup; the chatbot shows that HTML as is
 (render_markdown=False) and Gradio's sanitiser runs on top of it.
 
-Privacy: binds 127.0.0.1 by default, never a share link, analytics, run history
+Privacy: binds 127.0.0.1 by default, never a Gradio share link (a public tunnel), analytics, run history
 and monitoring off, no extra file paths served, system fonts only (no Google Fonts).
 """
 
@@ -31,6 +31,7 @@ import logging  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
+from urllib.parse import urlencode  # noqa: E402
 
 import gradio as gr  # noqa: E402
 
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 TOP_K = 5
 STREAM_PAUSE = 0.02  # seconds between streamed answer parts: visibly streams, costs no CPU
 CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
+LINK_MAX_CHARS = 2000  # a longer message (a whole log) is linked by the error lines it was searched by
 TITLE = "rlhelper — RL training troubleshooting"
 
 EXAMPLES = [
@@ -70,6 +72,22 @@ def new_session() -> dict:
     """Per-browser-session state: what each answer was (for votes), the last vote, and the last
     answer that found an entry (a follow-up is read with its question)."""
     return {"answers": {}, "last_vote": None, "previous": None}
+
+
+def linked_question(params: dict) -> tuple[str, str, str]:
+    """(question, framework, collection) from a link's query string (?q=...&framework=verl):
+    a question someone shared, asked as the page opens. Unknown filter values are dropped."""
+    def one(name: str) -> str:
+        value = params.get(name) or ""
+        return str(value[0] if isinstance(value, list) else value).strip()
+
+    return one("q")[:LINK_MAX_CHARS], one("framework"), one("collection")
+
+
+def question_link(question: str, framework: str | None, collection: str | None) -> str:
+    """The query string that asks `question` again with the same filters: a link to share."""
+    params = {"q": question, "framework": framework, "collection": collection}
+    return "?" + urlencode({key: value for key, value in params.items() if value})
 
 
 def filter_value(choice: str | None) -> str | None:
@@ -127,8 +145,12 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
     if not answer.abstained:
         session["previous"] = answer
     entry_for = getattr(helper, "entry", None)
+    # A follow-up is kept as what was searched: self-contained, for a vote's eval item and the link.
+    asked_alone = query if answer.follow_up_of is None else answer.normalized_query
+    link = question_link(asked_alone if len(asked_alone) <= LINK_MAX_CHARS else answer.normalized_query,
+                         filter_value(framework), filter_value(collection))
     # Under the user's own message, not in the answer: the answer holds doc text only.
-    history[-2] = _message("user", render.user_html(query) + render.searched_html(answer))
+    history[-2] = _message("user", render.user_html(query) + render.searched_html(answer) + render.link_html(link))
     if llm is not None and llm.enabled and answer.abstained:
         answer = dataclasses.replace(answer, notices=[
             *answer.notices, "No entry matched, so your LLM was not asked: it would have nothing to ground an answer in."])
@@ -147,8 +169,7 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
 
     history[-1] = _message("assistant", render.answer_html(answer, entry_for=entry_for))
     session["answers"][len(history) - 1] = {
-        # A follow-up is stored as what was searched, so a vote on it makes a self-contained eval item.
-        "query": query if answer.follow_up_of is None else answer.normalized_query,
+        "query": asked_alone,
         "answer": answer.text,
         "entry_ids": [c.entry_id for c in answer.citations],
         "row": None,
@@ -312,6 +333,8 @@ CSS = """
   max-height: 520px; overflow: auto; }
 .rl-muted { color: var(--body-text-color-subdued); font-size: 0.85rem; }
 .rl-searched { color: var(--body-text-color-subdued); font-size: 0.8rem; margin-bottom: 6px; overflow-wrap: anywhere; }
+.rl-link { font-size: 0.75rem; margin-top: 4px; }
+.rl-link a { color: var(--body-text-color-subdued); }
 .rl-notices { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 8px;
   padding: 4px 12px; margin-bottom: 8px; font-size: 0.85rem; }
 .rl-notices ul { margin: 0.2em 0 0.2em 1.1em; }
@@ -453,6 +476,17 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
         session, status = add_comment(store, session, text)
         return session, status, ""
 
+    def open_link(request: gr.Request):
+        question, framework_name, collection_name = linked_question(dict(request.query_params))
+        return (question, framework_name if framework_name in helper.frameworks else "",
+                collection_name if collection_name in helper.collections else "")
+
+    def ask_linked(message, *rest):
+        if message:  # no ?q=: the page opens empty
+            yield from ask(message, *rest)
+        else:
+            yield gr.skip(), gr.skip()
+
     def example_text(data: gr.SelectData):
         return data.value.get("text", "") if isinstance(data.value, dict) else str(data.value)
 
@@ -514,18 +548,23 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
                                    value=str(config.setting("llm_model", default="") or ""))
 
         settings = [chatbot, framework, collection, session, use_llm, base_url, model]
+        quiet = {"queue": False, "show_progress": "hidden", "api_visibility": "private"}
         outputs = [chatbot, session]
         # The message moves to a hidden box and the input is emptied at once, before the answer:
         # cleared by the answer's own updates, it lost what the user had started typing meanwhile.
         # The hidden box is also what the `ask` API endpoint takes as its message.
         asked = gr.Textbox(visible=False)
-        textbox.submit(None, [textbox], [asked, textbox], js="(text) => [text, '']", queue=False,  # in the browser
-                       show_progress="hidden", api_visibility="private").then(
+        textbox.submit(None, [textbox], [asked, textbox], js="(text) => [text, '']", **quiet).then(  # in the browser
             ask, [asked, *settings], outputs, api_name="ask", concurrency_limit=CONCURRENCY,
             show_progress="hidden")
         picked = gr.State("")  # an example's text goes straight to the answer, not through the box
-        chatbot.example_select(example_text, None, [picked], queue=False, api_visibility="private").then(
+        chatbot.example_select(example_text, None, [picked], **quiet).then(
             ask, [picked, *settings], outputs, concurrency_limit=CONCURRENCY, show_progress="hidden",
+            api_visibility="private")
+        # A question's link (?q=..., under each question) asks it as the page opens.
+        linked = gr.State("")
+        app.load(open_link, None, [linked, framework, collection], **quiet).then(
+            ask_linked, [linked, *settings], outputs, concurrency_limit=CONCURRENCY, show_progress="hidden",
             api_visibility="private")
         chatbot.clear(new_session, None, [session], queue=False, api_visibility="private")
         chatbot.like(vote, [session], [session, status, comment_row], queue=False, api_visibility="private")
