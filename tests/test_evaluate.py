@@ -242,6 +242,28 @@ def test_collections_filter_reaches_the_helper_and_unknown_expected_entries_warn
     assert result.warnings and "No such heading" in result.warnings[0]
 
 
+def test_expected_documents_the_index_lacks_are_named_first_with_the_collection_that_holds_them(tmp_path,
+                                                                                                  monkeypatch):
+    corpus = tmp_path / "ingest"
+    (corpus / "official" / "verl").mkdir(parents=True)
+    (corpus / "official" / "verl" / "faq.rst").write_text("FAQ\n===\n", encoding="utf-8")
+    monkeypatch.setenv("RLHELPER_CORPUS_DIR", str(corpus))
+    path = tmp_path / "s.jsonl"
+    items = [{"id": f"t{n}", "query": "oom in rollout", "expected": [{"doc": "verl/faq.rst", "heading": f"Q{n}"}]}
+             for n in range(12)]
+    items.append({"id": "typo", "query": "oom in rollout", "expected": [{"doc": "000_a.txt", "heading": "Fix OOOM"}]})
+    path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    result = ev.run_eval(path, helper=FakeHelper(), modes=("hybrid",))
+    note = result.warnings[0]
+    assert note.startswith(ev.MISSING_DOCUMENTS) and "verl/faq.rst" in note and "--collection official" in note
+    assert f"under {corpus}:" in note
+    assert "000_a.txt" not in note  # that document is indexed: its item has a wrong heading, not a missing page
+    table = ev.format_table(result).splitlines()
+    assert table[1] == f"warning: {note}"  # above the figures it explains
+    assert sum(line.startswith("warning: ") for line in table) == 1 + ev.WARNINGS_SHOWN
+    assert table[-1].startswith("... and 3 more warnings")  # 13 item warnings, 10 shown
+
+
 # --- calibration and baseline ------------------------------------------------------------------
 
 

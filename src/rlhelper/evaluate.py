@@ -60,6 +60,8 @@ K = 10
 KINDS = ("error", "question", "traceback", "unanswerable")
 SPLITS = ("dev", "test")
 # Calibration: at most this share of answerable dev items may be abstained on.
+WARNINGS_SHOWN = 10  # on the terminal; the report and --json keep them all
+MISSING_DOCUMENTS = "the index holds no document named"
 MAX_WRONGLY_ABSTAINED = 0.05
 # The abstention target (share of unanswerable items abstained on) the trade-off row is read at.
 TARGET_ABSTENTION_RECALL = 0.8
@@ -445,7 +447,9 @@ def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] =
     """
     entries = list(getattr(helper, "entries", []) or [])
     langs_at = _langs_by_location(entries)
+    indexed_docs = {loc_doc for e in entries for loc_doc, _ in entry_locations(e)}
     warnings = []
+    missing_docs = set()
     results = []
     for n, item in enumerate(items, start=1):
         expected_langs = set()
@@ -454,6 +458,8 @@ def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] =
                      if doc_matches(doc, want["doc"])}
             if entries and not found:
                 warnings.append(f"{item.id}: expected entry not in the index: {want['doc']} > {want['heading']}")
+                if not any(doc_matches(doc, want["doc"]) for doc in indexed_docs):
+                    missing_docs.add(want["doc"])
             fallback = (doc_langs or {}).get(PurePosixPath(want["doc"]).name)
             expected_langs |= found or ({fallback} if fallback else set())
         outcomes = {}
@@ -462,7 +468,25 @@ def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] =
         results.append(ItemResult(item, outcomes, sorted(expected_langs)))
         if progress:
             progress(n, len(items))
+    if missing_docs:  # one cause for many lines: say it first, with what to run
+        warnings.insert(0, missing_documents_note(sorted(missing_docs)))
     return results, warnings
+
+
+def missing_documents_note(docs: Sequence[str], corpus: Path | None = None) -> str:
+    """What to say when the eval set expects sections of documents the index does not hold: which
+    documents, and the collections under the corpus folder that hold them."""
+    corpus = corpus or config.corpus_dir()
+    holders = sorted({folder.name for doc in docs for folder in (corpus.iterdir() if corpus.is_dir() else [])
+                      if folder.is_dir() and ((folder / doc).is_file() or any(folder.rglob(PurePosixPath(doc).name)))})
+    shown = ", ".join(docs[:4]) + (f" and {len(docs) - 4} more" if len(docs) > 4 else "")
+    if holders:
+        named = ", ".join(holders)
+        advice = (f"they are in {named} under {corpus}: add {' '.join(f'--collection {c}' for c in holders)} "
+                  "to the collections evaluated, or pass --index an index that holds them")
+    else:
+        advice = "ingest them, or pass --index an index that holds them"
+    return f"{MISSING_DOCUMENTS} {shown}, which this eval set expects: {advice}."
 
 
 def _search(helper, item: EvalItem, *, mode: str, k: int, collections) -> Outcome:
@@ -707,13 +731,18 @@ def _summary_line(result: EvalResult) -> str:
 
 def format_table(result: EvalResult) -> str:
     """The terminal view: metrics by mode, then the breakdowns (cells are lexical / dense / hybrid)."""
-    parts = [_summary_line(result), "", _grid(["metric", *result.modes], _overall_rows(result))]
+    parts = [_summary_line(result)]
+    # Every miss has one cause then: said above the figures it explains, not after them.
+    parts += [f"warning: {w}" for w in result.warnings if w.startswith(MISSING_DOCUMENTS)]
+    parts += ["", _grid(["metric", *result.modes], _overall_rows(result))]
     for name, title in BREAKDOWN_TITLES.items():
         header, rows = _breakdown_rows(result, name)
         if rows:
             parts += ["", f"{title} — cells: {' / '.join(result.modes)}", _grid(header, rows)]
-    for warning in result.warnings:
-        parts.append(f"warning: {warning}")
+    rest = [w for w in result.warnings if not w.startswith(MISSING_DOCUMENTS)]
+    parts += [f"warning: {warning}" for warning in rest[:WARNINGS_SHOWN]]
+    if len(rest) > WARNINGS_SHOWN:
+        parts.append(f"... and {len(rest) - WARNINGS_SHOWN} more warnings (all of them in the report and in --json)")
     return "\n".join(parts)
 
 
