@@ -169,6 +169,18 @@ def test_up_arrow_brings_back_a_question_from_an_earlier_session(seeds_index, is
     assert second.close() == 0
 
 
+def test_a_tab_in_a_typed_message_is_kept_not_completed(seeds_index, isolated_home):
+    term = Terminal("--index", str(seeds_index))
+    term.read_until(PROMPT, 0)
+    start = len(term.seen)
+    term.type("make[2]: *** [all]\tError 1\r")  # a tab, as make prints it
+    term.read_until(PROMPT, start + 1)
+    term.type("\x04")
+    assert term.close() == 0
+    kept = History(isolated_home / ".local" / "share" / "rlhelper" / "chat_history.jsonl")
+    assert kept.load() == ["make[2]: *** [all]\tError 1"]
+
+
 def test_history_keeps_the_last_messages_and_skips_a_line_cut_short(tmp_path):
     history = History(tmp_path / "deep" / "chat_history.jsonl", keep=3)
     assert history.load() == []  # none yet
