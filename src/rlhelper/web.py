@@ -76,7 +76,7 @@ def new_session() -> dict:
 
 def linked_question(params: dict) -> tuple[str, str, str]:
     """(question, framework, collection) from a link's query string (?q=...&framework=verl):
-    a question someone shared, asked as the page opens. Unknown filter values are dropped."""
+    a question someone shared, asked as the page opens (which drops filters its index lacks)."""
     def one(name: str) -> str:
         value = params.get(name) or ""
         return str(value[0] if isinstance(value, list) else value).strip()
