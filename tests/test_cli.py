@@ -646,6 +646,17 @@ def test_abstained_answer_is_not_sent_to_the_llm(serve, seeds_index):
     assert "the LLM was not asked" in done.stderr
 
 
+def test_an_llm_that_finds_no_answer_in_the_entries_gives_no_match(serve, seeds_index):
+    stub = serve(Reply("NO_ANSWER"))
+    done = rlhelper(*llm_args(stub, seeds_index, WAKE_UP))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("No matching entry in the docs") and "NO_ANSWER" not in done.stdout
+    assert WAKE_UP_HEADING in done.stdout  # the entries it read, listed as related
+    assert "found no answer to this question in them" in done.stderr
+    answer = json.loads(rlhelper(*llm_args(stub, seeds_index, "--json", WAKE_UP)).stdout)
+    assert answer["abstained"] is True and answer["citations"] == [] and set(answer) == documented_schema()["top"]
+
+
 def test_llm_settings_come_from_env_and_config_file_when_not_given(serve, seeds_index, tmp_path):
     stub = serve(Reply(GROUNDED))
     config = tmp_path / "config.toml"

@@ -456,6 +456,29 @@ def test_abstained_answer_is_not_sent_to_the_llm(serve, hits):
     assert stub.requests == []
 
 
+@pytest.mark.parametrize("reply", ["NO_ANSWER", "**NO_ANSWER**", "`no_answer`.\nThe sources cover OOM only."])
+def test_a_model_that_finds_no_answer_in_the_sources_makes_it_no_match(serve, hits, reply):
+    stub = serve(Reply(reply, chunk_chars=3))
+    extractive = build_answer("how do i resume from a megatron torch_dist ckpt?", "q", hits, abstained=False)
+    pieces = []
+    answer = answer_with_llm(extractive, settings_for(stub), stream=True, on_token=pieces.append)
+    assert pieces == []  # the marker is never shown, not even while it streams in
+    assert answer.abstained and answer.citations == [] and answer.parts == []
+    assert answer.text == build_answer("q", "q", hits, abstained=True).text  # "No matching entry ..."
+    assert answer.hits == extractive.hits  # still listed, as related
+    assert answer.notices[-1] == "The LLM 'stub-model' read the 2 nearest entries and found no answer to this question in them."
+    assert answer.to_dict()["abstained"] is True
+    assert "reply with exactly NO_ANSWER" in stub.requests[0]["messages"][0]["content"]
+
+
+def test_a_reply_that_only_starts_like_the_marker_streams_as_usual(serve, hits):
+    stub = serve(Reply("NOTE: lower gpu_memory_utilization [1].", chunk_chars=2))
+    pieces = []
+    result = generate("OOM?", hits, settings_for(stub), stream=True, on_token=pieces.append)
+    assert "".join(pieces) == "NOTE: lower gpu_memory_utilization [1]." and len(pieces) > 3
+    assert not result.declined and [c.number for c in result.citations] == [1]
+
+
 def test_answer_citing_nothing_lists_all_sources(serve, hits):
     stub = serve(Reply("Lower gpu_memory_utilization."))
     result = generate("OOM?", hits, settings_for(stub))

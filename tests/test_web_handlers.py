@@ -353,6 +353,17 @@ def test_llm_answer_streams_and_keeps_the_sources(helper, quiet_env):
     assert "weight_sync_timeout" in session["answers"][1]["answer"]
 
 
+def test_an_llm_that_finds_no_answer_in_the_entries_gives_no_match(helper, quiet_env):
+    pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
+    with OpenAIStub(Reply("NO_ANSWER")) as stub:
+        steps, session = run(helper, WEIGHT_SYNC, llm=web.LLMOptions(True, stub.url, "stub-model"))
+    assert all("NO_ANSWER" not in s[-1]["content"] for s in steps)  # not even while it streamed
+    html = final_html(steps)
+    assert "No matching entry in the docs." in html and "found no answer to this question" in html
+    assert 'class="rl-sources"' not in html and "Weight Sync" in html  # the entries it read, as related
+    assert session["answers"][1]["entry_ids"] == []
+
+
 def test_llm_failure_keeps_the_extractive_answer_with_a_notice(helper, quiet_env):
     options = web.LLMOptions(True, "http://127.0.0.1:9/v1", "nobody")  # port 9: nothing listens
     html = final_html(run(helper, WEIGHT_SYNC, llm=options)[0])

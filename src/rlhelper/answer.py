@@ -166,6 +166,12 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation]) -> str:
     return "\n\n".join(out)
 
 
+def no_match_text(has_related: bool) -> str:
+    """The answer's text when nothing answers the query."""
+    text = "No matching entry in the docs for this query."
+    return text + (" The nearest entries are listed as related; they may not answer it." if has_related else "")
+
+
 def build_answer(
     query: str,
     normalized_query: str,
@@ -183,10 +189,7 @@ def build_answer(
     an answer from another framework than the one the query names."""
     notices = list(notices or [])
     if abstained or not hits:
-        text = "No matching entry in the docs for this query."
-        if hits:
-            text += " The nearest entries are listed as related; they may not answer it."
-        return Answer(query, normalized_query, truncated, True, text, [], [], hits, notices)
+        return Answer(query, normalized_query, truncated, True, no_match_text(bool(hits)), [], [], hits, notices)
     citations: list[Citation] = []
     parts: list[AnswerPart] = []
     cited = cited_hits(hits)

@@ -79,8 +79,8 @@ def print_llm_answer(stream: LLMStream) -> None:
     if wrote:
         click.echo()
     answer = stream.answer
-    if stream.result.fallback:
-        if wrote:
+    if stream.result.fallback or stream.result.declined:  # the extractive answer, or "no matching entry"
+        if wrote and stream.result.fallback:
             click.secho("[the LLM answer above is incomplete; the extractive answer follows]\n", fg="yellow")
         print_answer(answer)
         return
