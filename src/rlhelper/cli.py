@@ -317,11 +317,20 @@ def _batch_line_text(line: dict) -> str:
               help="Write the Markdown report and PNG chart here (default eval/reports).")
 @click.option("--calibrate", is_flag=True,
               help="Fit the abstention model on the dev split first (saved to the calibration_file setting).")
-def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate):
-    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid."""
+@llm_options
+def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, llm, llm_base_url, llm_model,
+          llm_api_key_env, llm_timeout):
+    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid.
+
+    With --llm your model judges every hybrid answer, as `rlhelper ask --llm` does (one request per
+    item): its "no answer in these entries" counts as an abstention.
+    """
     from . import evaluate
 
     eval_file = eval_set or evaluate.DEFAULT_EVAL_FILE
+    settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
+    if calibrate and settings is not None:
+        raise click.UsageError("--calibrate fits rlhelper's own abstention model: run it without --llm")
     if calibrate:
         if split != "dev":
             raise click.UsageError("calibrate on the dev split (--split dev), never on test")
@@ -331,7 +340,7 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
                                        index=index)
         click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
     result = evaluate.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
-                               index=index)
+                               index=index, llm=settings)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

@@ -294,9 +294,10 @@ class Outcome:
     top: list[dict]  # {"rank", "doc", "heading", "score", "lang", "relevant"} for the top hits
     error: str | None = None  # the query could not be searched (counts as abstained, no hits)
     weak: bool = False  # answered with a weak-match flag (confidence.py)
+    llm: str | None = None  # with an LLM judge: "answered", "declined" (its NO_ANSWER) or why it failed
 
     def to_dict(self, n_relevant: int) -> dict:
-        return {
+        out = {
             "rank": first_relevant_rank(self.gains),
             "abstained": self.abstained,
             "weak": self.weak,
@@ -305,6 +306,7 @@ class Outcome:
             "top": self.top,
             "error": self.error,
         }
+        return {**out, "llm": self.llm} if self.llm else out
 
 
 @dataclass
@@ -388,6 +390,7 @@ class EvalResult:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     thresholds: dict[str, float | None] = field(default_factory=dict)  # abstention threshold per mode
+    llm: str | None = None  # the model that judged hybrid answers ("model at url"), if any
 
     def metrics(self, mode: str = "hybrid") -> dict:
         return summarize(self.items, mode)
@@ -418,6 +421,7 @@ class EvalResult:
             "seconds": round(self.seconds, 3),
             "warnings": list(self.warnings),
             "thresholds": dict(self.thresholds),
+            "llm": self.llm,
             "metrics": {mode: _rounded(self.metrics(mode)) for mode in self.modes},
             "breakdowns": {
                 name: {mode: {g: _rounded(m) for g, m in self.breakdown(name, mode).items()} for mode in self.modes}
@@ -439,11 +443,13 @@ def _hit_summary(hit, gain: int) -> dict:
 
 def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] = MODES, k: int = K,
                     collections: Sequence[str] | None = None, doc_langs: dict[str, str] | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> tuple[list[ItemResult], list[str]]:
+                    progress: Callable[[int, int], None] | None = None,
+                    llm=None) -> tuple[list[ItemResult], list[str]]:
     """Run every item through every mode of one Helper; returns per-item results and warnings.
 
     Warnings name expected entries that are in no indexed entry: a typo in the
-    eval set would otherwise read as a retrieval miss.
+    eval set would otherwise read as a retrieval miss. With `llm` (LLMSettings), the
+    model judges every hybrid answer, as `--llm` does for a user: its NO_ANSWER abstains.
     """
     entries = list(getattr(helper, "entries", []) or [])
     langs_at = _langs_by_location(entries)
@@ -464,12 +470,16 @@ def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] =
             expected_langs |= found or ({fallback} if fallback else set())
         outcomes = {}
         for mode in modes:
-            outcomes[mode] = _search(helper, item, mode=mode, k=k, collections=collections)
+            outcomes[mode] = _search(helper, item, mode=mode, k=k, collections=collections,
+                                     llm=llm if mode == "hybrid" else None)
         results.append(ItemResult(item, outcomes, sorted(expected_langs)))
         if progress:
             progress(n, len(items))
     if missing_docs:  # one cause for many lines: say it first, with what to run
         warnings.insert(0, missing_documents_note(sorted(missing_docs)))
+    failed = [o.llm for r in results for o in r.outcomes.values() if o.llm not in (None, "answered", "declined")]
+    if failed:
+        warnings.append(f"the LLM failed on {len(failed)} item(s), which keep rlhelper's own abstention: {failed[0]}")
     return results, warnings
 
 
@@ -489,21 +499,31 @@ def missing_documents_note(docs: Sequence[str], corpus: Path | None = None) -> s
     return f"{MISSING_DOCUMENTS} {shown}, which this eval set expects: {advice}."
 
 
-def _search(helper, item: EvalItem, *, mode: str, k: int, collections) -> Outcome:
+def _search(helper, item: EvalItem, *, mode: str, k: int, collections, llm=None) -> Outcome:
     search = {"k": k, "mode": mode, "collection": list(collections) if collections else None}
     try:
         if item.previous:  # a conversation: the follow-up is asked after the answer to `previous`
             found = helper.ask(item.query, previous=helper.ask(item.previous, **search), **search)
+            weak = found.weak_match
+        elif llm is not None:  # the model is given what a user's --llm gives it: the answer's question
+            found = helper.ask(item.query, **search)
             weak = found.weak_match
         else:
             found = helper.retrieve(item.query, **search)
             weak = found.weak
     except RlhelperError as err:  # an unsearchable query is the system's answer too: nothing
         return Outcome(gains=[], abstained=True, confidence=0.0, top=[], error=str(err))
+    abstained, verdict = bool(found.abstained), None
+    if llm is not None and not abstained and found.hits:
+        from .llm import generate
+
+        judged = generate(found.question, found.hits, llm)
+        verdict = "declined" if judged.declined else (judged.notice or "failed") if judged.fallback else "answered"
+        abstained = judged.declined
     gains = relevance_gains([entry_locations(h.entry) for h in found.hits], item.expected)
     top = [_hit_summary(h, g) for h, g in zip(found.hits[:k], gains, strict=False)]
-    return Outcome(gains=gains, abstained=bool(found.abstained), confidence=float(found.confidence), top=top,
-                   weak=bool(weak))
+    return Outcome(gains=gains, abstained=abstained, confidence=float(found.confidence), top=top,
+                   weak=bool(weak) and not abstained, llm=verdict)
 
 
 def _langs_by_location(entries) -> dict[str, list[tuple[str, str]]]:
@@ -560,6 +580,7 @@ def run_eval(
     k: int = K,
     helper=None,
     progress: Callable[[int, int], None] | None = None,
+    llm=None,
 ) -> EvalResult:
     """Evaluate lexical, dense and hybrid retrieval side by side on one index.
 
@@ -567,7 +588,8 @@ def run_eval(
     when given. Without it a temporary index of `collections` (default: seeds) is
     built with `embedder` (default: the default embedder). `helper` skips loading
     altogether (tests, notebooks). The abstention threshold is whatever the Helper
-    reads (its calibrated confidence model, see confidence.py).
+    reads (its calibrated confidence model, see confidence.py). `llm` (LLMSettings): the
+    model judges each hybrid answer as with `--llm`, and its NO_ANSWER abstains.
     """
     items = load_eval_set(eval_file, split=split)
     if not items:
@@ -576,7 +598,7 @@ def run_eval(
     filter_collections = list(collections) if (collections and (index is not None or helper is not None)) else None
     if helper is not None:
         results, warnings = evaluate_helper(helper, items, modes=modes, k=k, collections=filter_collections,
-                                            doc_langs=manifest_langs(), progress=progress)
+                                            doc_langs=manifest_langs(), progress=progress, llm=llm)
         index_label, embedder_id = str(getattr(helper, "index", "helper")), str(getattr(helper, "embedder_spec", ""))
         thresholds = abstain_thresholds(helper, modes)
     else:
@@ -585,7 +607,7 @@ def run_eval(
         with eval_index(index, collections, embedder) as where:
             h = Helper.load(where, embedder=embedder)
             results, warnings = evaluate_helper(h, items, modes=modes, k=k, collections=filter_collections,
-                                                doc_langs=manifest_langs(), progress=progress)
+                                                doc_langs=manifest_langs(), progress=progress, llm=llm)
             index_label = str(where) if index is not None else f"temporary index of {', '.join(collections or ['seeds'])}"
             embedder_id = str(getattr(h.index, "embedder_id", embedder or config.DEFAULT_EMBEDDER))
             thresholds = abstain_thresholds(h, modes)
@@ -593,6 +615,7 @@ def run_eval(
         eval_file=str(eval_file), split=split, modes=tuple(modes), k=k, index=index_label, embedder=embedder_id,
         collections=list(collections) if collections else None, items=results,
         seconds=time.perf_counter() - started, warnings=warnings, thresholds=thresholds,
+        llm=f"{llm.model!r} at {llm.base_url}" if llm is not None else None,
     )
 
 
@@ -724,9 +747,10 @@ def _summary_line(result: EvalResult) -> str:
     unanswerable = sum(1 for r in result.items if not r.item.answerable)
     known = {m: t for m, t in result.thresholds.items() if t is not None}
     thresholds = f"; abstain below {', '.join(f'{m} {t:.3f}' for m, t in known.items())}" if known else ""
+    judge = f"; hybrid answers judged by the LLM {result.llm}" if result.llm else ""
     return (f"{Path(result.eval_file).name}, split {result.split or 'all'}: {n} items ({n - unanswerable} answerable, "
             f"{unanswerable} unanswerable); index: {result.index}; embedder: {result.embedder}; k={result.k}"
-            f"{thresholds}; {result.seconds:.1f} s")
+            f"{thresholds}{judge}; {result.seconds:.1f} s")
 
 
 def format_table(result: EvalResult) -> str:
