@@ -535,7 +535,8 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
             gr.Markdown(
                 "Your own OpenAI-compatible server (SGLang, vLLM, Ollama, or a hosted API) writes a short "
                 "answer from the retrieved entries; rlhelper checks its citations and flags commands found in "
-                "no source. The key, if any, is read from `$OPENAI_API_KEY` on this machine. Any failure "
+                "no source. When the model finds no answer in the entries, you get \"No matching entry\". "
+                "The key, if any, is read from `$OPENAI_API_KEY` on this machine. Any failure "
                 "keeps the extractive answer."
                 + ("" if llm_available() else "\n\n*Not available in this install.*")
             )
