@@ -456,7 +456,8 @@ def test_abstained_answer_is_not_sent_to_the_llm(serve, hits):
     assert stub.requests == []
 
 
-@pytest.mark.parametrize("reply", ["NO_ANSWER", "**NO_ANSWER**", "`no_answer`.\nThe sources cover OOM only."])
+@pytest.mark.parametrize("reply", ["NO_ANSWER", "**NO_ANSWER**", "`no_answer`.\nThe sources cover OOM only.",
+                                   "No answer."])
 def test_a_model_that_finds_no_answer_in_the_sources_makes_it_no_match(serve, hits, reply):
     stub = serve(Reply(reply, chunk_chars=3))
     extractive = build_answer("how do i resume from a megatron torch_dist ckpt?", "q", hits, abstained=False)

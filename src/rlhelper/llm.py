@@ -419,7 +419,7 @@ class _NoAnswerFilter:
         if not self.holding:
             return text
         self.held += text
-        head = self.held.lstrip(" \n`*_").upper()
+        head = self.held.lstrip(" \n`*_").upper().replace(" ", "_")  # as `declines` reads it
         if NO_ANSWER.startswith(head) or head.startswith(NO_ANSWER):
             return ""  # the marker, or its beginning
         self.holding, out, self.held = False, self.held, ""
