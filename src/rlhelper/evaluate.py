@@ -518,8 +518,11 @@ def _search(helper, item: EvalItem, *, mode: str, k: int, collections, llm=None)
         from .llm import generate
 
         judged = generate(found.question, found.hits, llm)
-        verdict = "declined" if judged.declined else (judged.notice or "failed") if judged.fallback else "answered"
         abstained = judged.declined
+        if judged.fallback:  # an outage: rlhelper's own answer stands, and the warning counts it
+            verdict = judged.notice or "failed"
+        else:
+            verdict = "declined" if judged.declined else "answered"
     gains = relevance_gains([entry_locations(h.entry) for h in found.hits], item.expected)
     top = [_hit_summary(h, g) for h, g in zip(found.hits[:k], gains, strict=False)]
     return Outcome(gains=gains, abstained=abstained, confidence=float(found.confidence), top=top,
