@@ -80,7 +80,7 @@ def write(items: list[dict], path: Path = SET) -> None:
 # ---------------------------------------------------------------- check
 
 def read_listing():
-    """(doc, heading) -> {"lang", "answerable", "twin_langs"} from the official listing."""
+    """(doc, heading) -> {"lang", "answerable", "twins"} from the official listing."""
     out: dict[tuple[str, str], dict] = {}
     doc = None
     for line in ENTRIES.read_text(encoding="utf-8").splitlines():

@@ -8,6 +8,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = REPO / "ingest" / "seeds"
+EVAL = REPO / "eval"
 OFFICIAL = REPO / "ingest" / "official"
 
 
@@ -74,3 +75,20 @@ def full_index(tmp_path_factory, usem3_cache_dir, seeds_index) -> Path:
     shutil.copytree(os.path.realpath(seeds_index), path)
     _isolated_ingest(tmp_path_factory, usem3_cache_dir, None, path)
     return path
+
+
+# --- the eval folder's scripts ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def eval_script():
+    """eval_script("make_typos") -> eval/make_typos.py as a module (eval/ is not a package)."""
+    import importlib.util
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, EVAL / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -3,7 +3,6 @@ expected section is one the default corpus's index holds."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from rlhelper import evaluate as ev
@@ -12,15 +11,8 @@ from rlhelper.api import Helper
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 
 
-def split_official():
-    spec = importlib.util.spec_from_file_location("split_official", EVAL / "split_official.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_set_is_valid_and_split_by_section(capsys):
-    module = split_official()
+def test_the_set_is_valid_and_split_by_section(capsys, eval_script):
+    module = eval_script("split_official")
     assert module.check(module.load()) == 0, capsys.readouterr().out
     items = ev.load_eval_set(EVAL / "official.jsonl")
     side_of = {}

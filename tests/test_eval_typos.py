@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -15,11 +14,8 @@ EVAL = Path(__file__).resolve().parent.parent / "eval"
 
 
 @pytest.fixture(scope="module")
-def make_typos():
-    spec = importlib.util.spec_from_file_location("make_typos", EVAL / "make_typos.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def make_typos(eval_script):
+    return eval_script("make_typos")
 
 
 def test_the_committed_set_is_what_the_script_writes(make_typos):
