@@ -18,6 +18,8 @@
     python eval/experiments/dev_studies.py minilm-official  # MiniLM as a third ranking on official dev
     python eval/experiments/dev_studies.py pooled-calibration  # abstention fitted on seeds dev + official dev
     python eval/experiments/dev_studies.py heading-text  # what stands for the heading in an entry's vector
+    python eval/experiments/dev_studies.py score-aware  # fusion that reads scores: dense weight by its
+                                                      # top cosine, BM25's clear first place kept first
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -728,13 +730,50 @@ def heading_text(study: Study) -> None:
             print(f"{name}: {variant}: hybrid {figures(ranks)}")
 
 
+def score_aware(study: Study) -> None:
+    """RRF reads ranks only, so a BM25 first place far ahead of the second, or an embedder that is
+    unsure of everything, fuses like any other. Two per-query fixes, on both dev sets: the
+    embedder's weight from its top cosine (full above `high`, `floor` below `low`), and BM25's
+    first entry put first when its score is `ratio` times the second's."""
+    official = Helper.load(ROOT / "index" / "default")
+    for name, helper, items in (("seeds", study.helper, dev_items()), ("official", official, _official_dev())):
+        rows = _scored_rows(helper, items)
+        print(f"{name}: shipped: {_ranked(helper, rows, _rrf(3.0))}")
+        for low, high in ((0.25, 0.45), (0.3, 0.5), (0.35, 0.55), (0.4, 0.6)):
+            for floor in (0.0, 0.5):
+                print(f"{name}: dense weight by top cosine {low}-{high}, floor {floor}: "
+                      f"{_ranked(helper, rows, _dense_weight_by_cosine(low, high, floor))}")
+        for ratio in (1.2, 1.5, 2.0):
+            print(f"{name}: BM25 first place kept at {ratio}x the second: "
+                  f"{_ranked(helper, rows, _lexical_lead(ratio))}")
+
+
+def _dense_weight_by_cosine(low: float, high: float, floor: float):
+    def fuse(ranking, _lexical_scores, dense_scores):
+        top = max(dense_scores.values(), default=0.0)
+        weight = floor + (1 - floor) * min(1.0, max(0.0, (top - low) / (high - low)))
+        return reciprocal_rank_fusion([ranking.lex_ids, ranking.dense_ids], k=10, weights=[3.0, weight])
+    return fuse
+
+
+def _lexical_lead(ratio: float):
+    def fuse(ranking, lexical_scores, _dense_scores):
+        fused = reciprocal_rank_fusion([ranking.lex_ids, ranking.dense_ids], k=10, weights=[3.0, 1.0])
+        first, second = (sorted(lexical_scores.values(), reverse=True) + [0.0, 0.0])[:2]
+        if first > 0 and first >= ratio * second:
+            lead, best = ranking.lex_ids[0], fused[0][1]  # raised by the best score, so the boost keeps it
+            fused = sorted(((i, s + best * (i == lead)) for i, s in fused), key=lambda pair: -pair[1])
+        return fused
+    return fuse
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
            "abstain-language": abstain_language, "calibration-cv": calibration_cv,
            "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex,
            "minilm-official": minilm_official, "pooled-calibration": pooled_calibration,
-           "heading-text": heading_text}
+           "heading-text": heading_text, "score-aware": score_aware}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
