@@ -20,6 +20,7 @@
     python eval/experiments/dev_studies.py heading-text  # what stands for the heading in an entry's vector
     python eval/experiments/dev_studies.py score-aware  # fusion that reads scores: dense weight by its
                                                       # top cosine, BM25's clear first place kept first
+    python eval/experiments/dev_studies.py framework-boost  # how much a named framework's entries are lifted
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -767,13 +768,35 @@ def _lexical_lead(ratio: float):
     return fuse
 
 
+def framework_boost(study: Study) -> None:
+    """A named framework's entries score x(1 + FRAMEWORK_BOOST x hint strength); the boost was set
+    to 1 on seeds dev when the set was young. Sweep it on both dev sets, overall and on the items
+    that name a framework (in words or by a traceback's paths)."""
+    from rlhelper import retrieve
+
+    shipped = retrieve.FRAMEWORK_BOOST
+    official = Helper.load(ROOT / "index" / "default")
+    for name, helper, items in (("seeds", study.helper, dev_items()), ("official", official, _official_dev())):
+        retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+        queries = [(item, normalize_query(item.query)) for item in items]
+        for strength in (1.0, 1.5, 2.0, 3.0):
+            retrieve.FRAMEWORK_BOOST = strength
+            ranks = [first_hit(helper.entries, [i for i, _ in retriever.rank(normalized, allowed).fused], item)
+                     for item, normalized in queries]
+            named = [rank for rank, (_, normalized) in zip(ranks, queries, strict=True) if normalized.frameworks]
+            print(f"{name}: boost {strength}{' (shipped)' if strength == shipped else ''}: {figures(ranks)}; "
+                  f"naming a framework: {figures(named)}")
+    retrieve.FRAMEWORK_BOOST = shipped
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
            "abstain-language": abstain_language, "calibration-cv": calibration_cv,
            "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex,
            "minilm-official": minilm_official, "pooled-calibration": pooled_calibration,
-           "heading-text": heading_text, "score-aware": score_aware}
+           "heading-text": heading_text, "score-aware": score_aware,
+           "framework-boost": framework_boost}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
