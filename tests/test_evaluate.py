@@ -329,6 +329,19 @@ def test_write_report_writes_markdown_chart_and_json(result, tmp_path):
     assert len(dated) == 1 and dated[0].exists()
 
 
+def test_chart_adds_an_abstention_panel_only_for_sets_with_unanswerable_items(result, tmp_path):
+    from matplotlib.image import imread
+
+    answerable_only = tmp_path / "answerable.jsonl"
+    answerable_only.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS if i["expected"]),
+                               encoding="utf-8")
+    without = ev.run_eval(answerable_only, helper=FakeHelper())
+    assert without.metrics("hybrid")["n_unanswerable"] == 0 < result.metrics("hybrid")["n_unanswerable"]
+    widths = {name: imread(ev.write_chart(r, tmp_path / f"{name}.png")).shape[1]
+              for name, r in (("with", result), ("without", without))}
+    assert widths["with"] > widths["without"]
+
+
 def test_thresholds_record_the_helpers_override(eval_file):
     helper = FakeHelper()
     helper._retriever = SimpleNamespace(threshold=0.4)

@@ -814,38 +814,49 @@ def format_markdown(result: EvalResult, chart_name: str | None = None) -> str:
 
 
 def write_chart(result: EvalResult, path: Path) -> Path:
-    """PNG: Recall@1/3/5 and MRR@10 by mode (left) and by document for hybrid (right)."""
+    """PNG: Recall@1/3/5, MRR@10 and nDCG@10 by mode, the same by document for hybrid, and, when the
+    set has unanswerable items, abstention by mode."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: the eval runs in terminals and CI
     import matplotlib.pyplot as plt
 
-    keys = [("recall@1", "R@1"), ("recall@3", "R@3"), ("recall@5", "R@5"), ("mrr@10", "MRR")]
+    keys = [("recall@1", "R@1"), ("recall@3", "R@3"), ("recall@5", "R@5"), ("mrr@10", "MRR"), ("ndcg@10", "nDCG")]
+    abstention = [("abstention_recall", "unanswerable\nabstained"), ("wrongly_abstained", "answerable wrongly\nabstained")]
     mode = "hybrid" if "hybrid" in result.modes else result.modes[-1]
-    by_doc = {d: m for d, m in result.breakdown("doc", mode).items() if m["n_answerable"]}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, max(1.5, len(by_doc) / 3)]})
-
-    def bars(ax, groups: list[str], series: dict[str, list[float]], title: str):
-        width = 0.8 / max(1, len(series))
-        for i, (label, values) in enumerate(series.items()):
-            xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(groups))]
-            ax.bar(xs, [v or 0.0 for v in values], width, label=label)
-        ax.set_xticks(range(len(groups)), groups, rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
-        ax.set_ylim(0, 1.05)
-        ax.set_title(title)
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
-
     overall = {m: result.metrics(m) for m in result.modes}
-    bars(left, [label for _, label in keys], {m: [overall[m][k] for k, _ in keys] for m in result.modes}, "By mode")
-    docs = list(by_doc)
-    bars(right, [_short_doc(d) for d in docs], {label: [by_doc[d][k] for d in docs] for k, label in keys},
-         f"By document ({mode})")
+    by_doc = {d: m for d, m in result.breakdown("doc", mode).items() if m["n_answerable"]}
+    panels = [("By mode", [label for _, label in keys], {m: [overall[m][k] for k, _ in keys] for m in result.modes}),
+              (f"By document ({mode})", [_short_doc(d) for d in by_doc],
+               {label: [m[k] for m in by_doc.values()] for k, label in keys})]
+    if overall[mode]["n_unanswerable"]:
+        panels.append(("Abstention by mode", [label for _, label in abstention],
+                       {m: [overall[m][k] for k, _ in abstention] for m in result.modes}))
+    widths = [1, max(1.5, len(by_doc) / 3), 0.6][: len(panels)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * sum(widths), 4.8), gridspec_kw={"width_ratios": widths})
+    for ax, (title, groups, series) in zip(axes, panels, strict=True):
+        _bars(ax, groups, series, title)
     fig.suptitle(f"{Path(result.eval_file).name} — {result.split or 'all'} split, {len(result.items)} items")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _bars(ax, groups: list[str], series: dict[str, list[float | None]], title: str) -> None:
+    """Grouped bars, one colour per series, the legend under the axes so that it hides no bar."""
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series.items()):
+        xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(groups))]
+        ax.bar(xs, [v or 0.0 for v in values], width, label=label)
+    tilted = len(groups) > 5
+    ax.set_xticks(range(len(groups)), groups, rotation=20 if tilted else 0, ha="right" if tilted else "center",
+                  fontsize=8)
+    ax.set_ylim(0, 1.0)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14 if not tilted else -0.2),
+              ncol=len(series), frameon=False)
 
 
 def _short_doc(doc: str) -> str:
