@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,7 @@ def eval_script():
     def load(name: str):
         spec = importlib.util.spec_from_file_location(name, EVAL / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
         return module
 

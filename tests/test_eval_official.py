@@ -12,7 +12,7 @@ EVAL = Path(__file__).resolve().parent.parent / "eval"
 
 
 def test_the_set_is_valid_and_split_by_section(capsys, eval_script):
-    module = eval_script("split_official")
+    module = eval_script("split_set")
     assert module.check(module.load()) == 0, capsys.readouterr().out
     items = ev.load_eval_set(EVAL / "official.jsonl")
     side_of = {}

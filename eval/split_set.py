@@ -1,19 +1,23 @@
-"""Assign dev/test splits to eval/official.jsonl in place, and check the file.
+"""Assign dev/test splits to a blind eval set in place, and check the file.
 
-    python eval/split_official.py           # rewrite the "split" field of every item (idempotent)
-    python eval/split_official.py --check   # validate the file and print counts (writes nothing)
-    python eval/split_official.py --write-sections  # rewrite OFFICIAL-SECTIONS.md from index/default
+    python eval/split_set.py official          # rewrite the "split" field of every item (idempotent)
+    python eval/split_set.py official --check  # validate the file and print counts (writes nothing)
+    python eval/split_set.py issues --check    # the same for eval/issues.jsonl
+    python eval/split_set.py --write-sections  # rewrite OFFICIAL-SECTIONS.md from index/default
 
-Split rule (by section, not by query):
+The sets: `official` (eval/official.jsonl, the official pages, OFFICIAL.md) and `issues`
+(eval/issues.jsonl, problems users reported in the frameworks' GitHub issues, ISSUES.md).
+
+Split rule (by section, not by query), with each set's own salt:
   * answerable items are keyed "<doc>:<leaf heading>" of their FIRST expected entry and
     stratified by that doc; within a doc, sections are visited in order of
-    sha256("rlhelper-eval-official-v1:" + key), and each section (with all its items) goes to
-    whichever split currently holds fewer queries of that doc (ties go to dev);
-  * unanswerable items are stratified by lang, ordered by sha256("rlhelper-eval-official-v1:" + id)
-    and alternated dev/test, starting with dev.
+    sha256(salt + key), and each section (with all its items) goes to whichever split
+    currently holds fewer queries of that doc (ties go to dev);
+  * unanswerable items are stratified by lang, ordered by sha256(salt + id) and alternated
+    dev/test, starting with dev.
 
 The check reads the section listing eval/OFFICIAL-SECTIONS.md (every section of the official
-pages as rlhelper parses them, with their twins; the set was written against it) and
+pages as rlhelper parses them, with their twins; the sets were written against it) and
 eval/SECTIONS.md for seed documents. Only --write-sections needs rlhelper installed.
 """
 from __future__ import annotations
@@ -23,31 +27,46 @@ import json
 import re
 import sys
 from collections import Counter, OrderedDict, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SET = HERE / "official.jsonl"
 SECTIONS = HERE / "SECTIONS.md"
 ENTRIES = HERE / "OFFICIAL-SECTIONS.md"
-SALT = "rlhelper-eval-official-v1:"
 KINDS = {"error", "question", "traceback", "unanswerable"}
 LANGS = {"en", "zh"}
+FIELDS = {"id", "split", "query", "kind", "lang", "expected"}
 
 
-def h(s: str) -> str:
-    return hashlib.sha256((SALT + s).encode("utf-8")).hexdigest()
+@dataclass(frozen=True)
+class EvalSet:
+    path: Path
+    salt: str
+    id_prefix: str
+    extra_fields: frozenset = frozenset()
+    covers_listing: bool = False  # written to give every answerable official section an item
+
+
+SETS = {
+    "official": EvalSet(HERE / "official.jsonl", "rlhelper-eval-official-v1:", "off-q", covers_listing=True),
+    "issues": EvalSet(HERE / "issues.jsonl", "rlhelper-eval-issues-v1:", "iss-q", frozenset({"source"})),
+}
+
+
+def h(s: str, salt: str = SETS["official"].salt) -> str:
+    return hashlib.sha256((salt + s).encode("utf-8")).hexdigest()
 
 
 def ws(s: str) -> str:
     return " ".join(s.split())
 
 
-def load(path: Path = SET) -> list[dict]:
+def load(path: Path = SETS["official"].path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def assign(items: list[dict]) -> None:
+def assign(items: list[dict], salt: str = SETS["official"].salt) -> None:
     # answerable: group items by section key, stratified by doc of the first expected entry
     by_doc: dict[str, OrderedDict[str, list[dict]]] = defaultdict(OrderedDict)
     unans: dict[str, list[dict]] = defaultdict(list)
@@ -60,18 +79,18 @@ def assign(items: list[dict]) -> None:
             unans[it["lang"]].append(it)
     for doc in sorted(by_doc):
         held = {"dev": 0, "test": 0}
-        for key in sorted(by_doc[doc], key=h):
+        for key in sorted(by_doc[doc], key=lambda k: h(k, salt)):
             group = by_doc[doc][key]
             side = "dev" if held["dev"] <= held["test"] else "test"
             for it in group:
                 it["split"] = side
             held[side] += len(group)
     for lang in sorted(unans):
-        for i, it in enumerate(sorted(unans[lang], key=lambda x: h(x["id"]))):
+        for i, it in enumerate(sorted(unans[lang], key=lambda x: h(x["id"], salt))):
             it["split"] = "dev" if i % 2 == 0 else "test"
 
 
-def write(items: list[dict], path: Path = SET) -> None:
+def write(items: list[dict], path: Path) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for it in items:
             f.write(json.dumps(it, ensure_ascii=False) + "\n")
@@ -133,7 +152,7 @@ def section_langs(doc: str, heading: str, listing, seeds) -> set[str]:
     return {rec["lang"]} | {doc_lang(t, listing) for t, _ in rec["twins"]}
 
 
-def check(items: list[dict]) -> int:
+def check(items: list[dict], spec: EvalSet = SETS["official"]) -> int:
     listing = read_listing()
     seeds = read_seed_sections()
     errors: list[str] = []
@@ -143,10 +162,10 @@ def check(items: list[dict]) -> int:
             errors.append(f"duplicate id {k}")
     for n, it in enumerate(items, 1):
         iid = it.get("id")
-        if set(it) != {"id", "split", "query", "kind", "lang", "expected"}:
+        if not FIELDS <= set(it) <= FIELDS | spec.extra_fields:
             errors.append(f"{iid}: fields {sorted(it)}")
-        if iid != f"off-q{n:03d}":
-            errors.append(f"{iid}: expected id off-q{n:03d} (file order)")
+        if iid != f"{spec.id_prefix}{n:03d}":
+            errors.append(f"{iid}: expected id {spec.id_prefix}{n:03d} (file order)")
         if it.get("kind") not in KINDS:
             errors.append(f"{iid}: bad kind {it.get('kind')}")
         if it.get("lang") not in LANGS:
@@ -180,7 +199,7 @@ def check(items: list[dict]) -> int:
     # the split must be what the rule gives
     snapshot = [it.get("split") for it in items]
     probe = [dict(it) for it in items]
-    assign(probe)
+    assign(probe, spec.salt)
     drift = [it["id"] for it, s in zip(probe, snapshot, strict=True) if it["split"] != s]
     if drift:
         errors.append(f"split differs from the rule for {len(drift)} items (run without --check): {drift[:5]}")
@@ -199,6 +218,8 @@ def check(items: list[dict]) -> int:
     table("first expected doc", lambda it: it["expected"][0]["doc"] if it["expected"] else "(unanswerable)")
     table("lang x kind", lambda it: f'{it["lang"]}/{it["kind"]}')
     table("split", lambda it: "all")
+    if "source" in spec.extra_fields:
+        table("source repository", lambda it: "/".join(it.get("source", "").split("/")[3:5]) or "(none)")
 
     zh_to_en = en_to_zh = 0
     for it in items:
@@ -219,6 +240,19 @@ def check(items: list[dict]) -> int:
           f"listing a seed section: {sum(1 for it in items if any(e['doc'].endswith('.txt') for e in it['expected']))}")
     sections = {(e["doc"], e["heading"]) for it in items for e in it["expected"][:1]}
     print(f"distinct first-expected sections: {len(sections)}")
+    if spec.covers_listing:
+        print_coverage(items, listing)
+    if errors:
+        print(f"\n{len(errors)} ERROR(S):")
+        for e in errors:
+            print("  " + e)
+        return 1
+    print("\nOK")
+    return 0
+
+
+def print_coverage(items: list[dict], listing) -> None:
+    """Answerable sections of the listing that no item expects, directly or through a twin."""
     answerable = {k for k, v in listing.items() if v["answerable"]}
     covered = {(e["doc"], ws(e["heading"])) for it in items for e in it["expected"]}
     twin_covered = {k for k in answerable - covered
@@ -229,13 +263,6 @@ def check(items: list[dict]) -> int:
     print(f"answerable listed sections never expected (nor a twin): {len(missing)}")
     for m in missing:
         print(f"  - {m[0]} :: {m[1]}")
-    if errors:
-        print(f"\n{len(errors)} ERROR(S):")
-        for e in errors:
-            print("  " + e)
-        return 1
-    print("\nOK")
-    return 0
 
 
 def write_sections(path: Path = ENTRIES) -> None:
@@ -245,7 +272,7 @@ def write_sections(path: Path = ENTRIES) -> None:
     out = ["# Sections of the `official` collection as rlhelper parses them\n",
            "Doc, line range, language, whether the section answers anything, heading path, and its twins",
            "(the same section in another page). An eval item's `heading` is the last element of the path.",
-           "Written by `python eval/split_official.py --write-sections` from index/default."]
+           "Written by `python eval/split_set.py --write-sections` from index/default."]
     doc = None
     entries = (e for e in Helper.load().entries if e.collection == "official")
     for e in sorted(entries, key=lambda e: (e.doc, e.line_start)):
@@ -263,11 +290,16 @@ def main(argv: list[str]) -> int:
     if "--write-sections" in argv:
         write_sections()
         return 0
-    items = load()
+    names = [a for a in argv if not a.startswith("--")]
+    if len(names) != 1 or names[0] not in SETS:
+        print(f"usage: python eval/split_set.py {{{'|'.join(SETS)}}} [--check] | --write-sections", file=sys.stderr)
+        return 2
+    spec = SETS[names[0]]
+    items = load(spec.path)
     if "--check" in argv:
-        return check(items)
-    assign(items)
-    write(items)
+        return check(items, spec)
+    assign(items, spec.salt)
+    write(items, spec.path)
     print(f"split assigned: {Counter(it['split'] for it in items)}")
     return 0
 
