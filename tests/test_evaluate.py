@@ -216,6 +216,15 @@ def test_breakdowns_by_doc_lang_kind_and_cross_lingual(result):
     assert cross["cross-lingual"]["n"] == 2 and cross["same-language"]["n"] == 2
 
 
+def test_documents_with_the_same_file_name_get_rows_of_their_own(tmp_path):
+    items = [{"id": f"p{i}", "query": "oom in rollout", "expected": [{"doc": doc, "heading": "Fix OOM"}]}
+             for i, doc in enumerate(["rlinf/faq.rst", "verl/faq.rst", "verl/faq.rst"])]
+    path = tmp_path / "pages.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    by_doc = ev.run_eval(path, helper=FakeHelper()).breakdown("doc")
+    assert {doc: row["n"] for doc, row in by_doc.items()} == {"rlinf/faq.rst": 1, "verl/faq.rst": 2}
+
+
 def test_misses_list_what_the_user_would_see_wrong(result):
     assert [r.item.id for r in result.misses("hybrid")] == ["a2", "a3", "u2", "bad"]
 

@@ -360,8 +360,9 @@ def _answered_correctly(o: Outcome) -> bool:
 
 
 BREAKDOWNS: dict[str, Callable[[ItemResult], list[str]]] = {
-    # An item expecting sections of two documents counts in both documents' rows.
-    "doc": lambda r: sorted({PurePosixPath(e["doc"]).name for e in r.item.expected}) or ["(unanswerable)"],
+    # An item expecting sections of two documents counts in both documents' rows. Documents are
+    # named as the eval file names them: rlinf/faq.rst and verl/faq.rst are two rows.
+    "doc": lambda r: sorted({e["doc"] for e in r.item.expected}) or ["(unanswerable)"],
     "lang": lambda r: [r.item.lang],
     "kind": lambda r: [r.item.kind],
     "crosslingual": lambda r: [] if r.cross_lingual is None else ["cross-lingual" if r.cross_lingual else "same-language"],
@@ -860,8 +861,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[float | None]], title: s
 
 
 def _short_doc(doc: str) -> str:
-    name = PurePosixPath(doc).name
-    return re.sub(r"^(\d{3})_[0-9a-f]{16}\.txt$", r"\1", name)  # seeds' hashed names -> "000"
+    """Seeds' hashed names -> "000"; other documents keep their path (two pages may share a name)."""
+    return re.sub(r"^(?:.*/)?(\d{3})_[0-9a-f]{16}\.txt$", r"\1", doc)
 
 
 def write_report(result: EvalResult, report_dir: Path) -> list[Path]:
