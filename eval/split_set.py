@@ -10,9 +10,9 @@ The sets: `official` (eval/official.jsonl, the official pages, OFFICIAL.md) and 
 
 Split rule (by section, not by query), with each set's own salt:
   * answerable items are keyed "<doc>:<leaf heading>" of their FIRST expected entry and
-    stratified by that doc; within a doc, sections are visited in order of
-    sha256(salt + key), and each section (with all its items) goes to whichever split
-    currently holds fewer queries of that doc (ties go to dev);
+    stratified by that doc (official; issues: one stratum); within a stratum, sections are
+    visited in order of sha256(salt + key), and each section (with all its items) goes to
+    whichever split currently holds fewer of the stratum's queries (ties go to dev);
   * unanswerable items are stratified by lang, ordered by sha256(salt + id) and alternated
     dev/test, starting with dev.
 
@@ -45,11 +45,13 @@ class EvalSet:
     id_prefix: str
     extra_fields: frozenset = frozenset()
     covers_listing: bool = False  # written to give every answerable official section an item
+    stratify_by_doc: bool = True
 
 
 SETS = {
     "official": EvalSet(HERE / "official.jsonl", "rlhelper-eval-official-v1:", "off-q", covers_listing=True),
-    "issues": EvalSet(HERE / "issues.jsonl", "rlhelper-eval-issues-v1:", "iss-q", frozenset({"source"})),
+    "issues": EvalSet(HERE / "issues.jsonl", "rlhelper-eval-issues-v1:", "iss-q", frozenset({"source"}),
+                      stratify_by_doc=False),  # 29 sections over 11 pages, most with one item
 }
 
 
@@ -66,15 +68,16 @@ def load(path: Path = SETS["official"].path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def assign(items: list[dict], salt: str = SETS["official"].salt) -> None:
+def assign(items: list[dict], salt: str = SETS["official"].salt, stratify_by_doc: bool = True) -> None:
     # answerable: group items by section key, stratified by doc of the first expected entry
+    # (or all in one stratum: a set with many one-item docs would send them all to dev)
     by_doc: dict[str, OrderedDict[str, list[dict]]] = defaultdict(OrderedDict)
     unans: dict[str, list[dict]] = defaultdict(list)
     for it in items:
         if it["expected"]:
             first = it["expected"][0]
             key = f'{first["doc"]}:{first["heading"]}'
-            by_doc[first["doc"]].setdefault(key, []).append(it)
+            by_doc[first["doc"] if stratify_by_doc else ""].setdefault(key, []).append(it)
         else:
             unans[it["lang"]].append(it)
     for doc in sorted(by_doc):
@@ -199,7 +202,7 @@ def check(items: list[dict], spec: EvalSet = SETS["official"]) -> int:
     # the split must be what the rule gives
     snapshot = [it.get("split") for it in items]
     probe = [dict(it) for it in items]
-    assign(probe, spec.salt)
+    assign(probe, spec.salt, spec.stratify_by_doc)
     drift = [it["id"] for it, s in zip(probe, snapshot, strict=True) if it["split"] != s]
     if drift:
         errors.append(f"split differs from the rule for {len(drift)} items (run without --check): {drift[:5]}")
@@ -298,7 +301,7 @@ def main(argv: list[str]) -> int:
     items = load(spec.path)
     if "--check" in argv:
         return check(items, spec)
-    assign(items, spec.salt)
+    assign(items, spec.salt, spec.stratify_by_doc)
     write(items, spec.path)
     print(f"split assigned: {Counter(it['split'] for it in items)}")
     return 0

@@ -2,7 +2,8 @@
 eval/baseline.json for the single questions (eval/seeds.jsonl), eval/baseline-followups.json for the
 conversations (eval/followups.jsonl; 28 answerable items, so one item lost fails it), and
 eval/baseline-official.json for the official pages (eval/official.jsonl, on seeds + official: the
-default index).
+default index), and eval/baseline-issues.json for problems users reported in GitHub issues
+(eval/issues.jsonl, default index; 23 answerable test items, so one item lost fails it).
 
 A baseline is written by the command it records (`python -m rlhelper.evaluate --write-baseline`,
 with `--set` and `--baseline` for the follow-ups; default embedder, seeds collection, test split,
@@ -22,7 +23,8 @@ from rlhelper import evaluate as ev
 REPO = Path(__file__).resolve().parent.parent
 GATED = [(REPO / "eval" / "seeds.jsonl", REPO / "eval" / "baseline.json"),
          (REPO / "eval" / "followups.jsonl", REPO / "eval" / "baseline-followups.json"),
-         (REPO / "eval" / "official.jsonl", REPO / "eval" / "baseline-official.json")]
+         (REPO / "eval" / "official.jsonl", REPO / "eval" / "baseline-official.json"),
+         (REPO / "eval" / "issues.jsonl", REPO / "eval" / "baseline-issues.json")]
 
 pytestmark = pytest.mark.slow
 
