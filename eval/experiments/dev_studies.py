@@ -21,6 +21,7 @@
     python eval/experiments/dev_studies.py score-aware  # fusion that reads scores: dense weight by its
                                                       # top cosine, BM25's clear first place kept first
     python eval/experiments/dev_studies.py framework-boost  # how much a named framework's entries are lifted
+    python eval/experiments/dev_studies.py issues-calibration  # abstention fitted with the GitHub-issues dev split
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -671,14 +672,20 @@ def minilm_official(study: Study) -> None:
         print(f"MiniLM third ranking, weight {weight}: {figures(ranks)}")
 
 
-def pooled_calibration(study: Study) -> None:
+def pooled_calibration(study: Study, with_issues: bool = False) -> None:
     """The abstention model fitted as shipped (seeds dev, seeds index), on official dev alone
-    (default index), and on both pooled; each judged on both dev sets at its own 5 % threshold."""
+    (default index), and on both pooled; each judged on both dev sets at its own 5 % threshold.
+    With `with_issues` (the `issues-calibration` study), also on the GitHub-issues dev split."""
     from rlhelper.calibration import COSINE_FLOOR_MARGIN, collect
 
+    default = Helper.load(ROOT / "index" / "default")
     signals = {"seeds": collect(study.helper, dev_items(None), "hybrid"),
-               "official": collect(Helper.load(ROOT / "index" / "default"), _official_dev(None), "hybrid")}
-    for fitted_on in (["seeds"], ["official"], ["seeds", "official"]):
+               "official": collect(default, _official_dev(None), "hybrid")}
+    fits = [["seeds"], ["official"], ["seeds", "official"]]
+    if with_issues:
+        signals["issues"] = collect(default, load_eval_set(ROOT / "eval" / "issues.jsonl", split="dev"), "hybrid")
+        fits = [["seeds"], ["issues"], ["seeds", "issues"], ["seeds", "official", "issues"]]
+    for fitted_on in fits:
         positives = [s for name in fitted_on for s in signals[name]["answerable"]]
         negatives = [s for name in fitted_on for s in signals[name]["unanswerable"] + signals[name]["near_miss"]]
         weights, bias = fit_logistic(np.array([s.vector() for s in positives]), np.array([s.vector() for s in negatives]))
@@ -796,7 +803,8 @@ STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minil
            "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex,
            "minilm-official": minilm_official, "pooled-calibration": pooled_calibration,
            "heading-text": heading_text, "score-aware": score_aware,
-           "framework-boost": framework_boost}
+           "framework-boost": framework_boost,
+           "issues-calibration": lambda study: pooled_calibration(study, with_issues=True)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
