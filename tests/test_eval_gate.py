@@ -6,7 +6,7 @@ default index), and eval/baseline-issues.json for problems users reported in Git
 (eval/issues.jsonl, default index; 23 answerable test items, so one item lost fails it).
 
 A baseline is written by the command it records (`python -m rlhelper.evaluate --write-baseline`,
-with `--set` and `--baseline` for the follow-ups; default embedder, seeds collection, test split,
+with `--set`, `--baseline` and `--collection` for the other sets; default embedder, test split,
 hybrid mode). Raise it deliberately after an improvement; never lower it to make this pass without
 saying why in the commit.
 """
