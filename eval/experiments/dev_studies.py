@@ -22,6 +22,8 @@
                                                       # top cosine, BM25's clear first place kept first
     python eval/experiments/dev_studies.py framework-boost  # how much a named framework's entries are lifted
     python eval/experiments/dev_studies.py issues-calibration  # abstention fitted with the GitHub-issues dev split
+    python eval/experiments/dev_studies.py synonym-phrases  # heading phrases through one-word synonyms (oom)
+    python eval/experiments/dev_studies.py problem-prior  # lift troubleshooting entries for problem reports
 
 Each prints dev figures next to the shipped pipeline's. The results, and why none was adopted,
 are in eval/README.md ("Tried on dev and not adopted"). These scripts reach into the library's
@@ -796,6 +798,95 @@ def framework_boost(study: Study) -> None:
     retrieve.FRAMEWORK_BOOST = shipped
 
 
+def _three_dev_sets(study: Study):
+    """(name, helper, answerable dev items) for seeds dev, official dev and GitHub-issues dev."""
+    default = Helper.load(ROOT / "index" / "default")
+    issues = [i for i in load_eval_set(ROOT / "eval" / "issues.jsonl", split="dev") if i.answerable]
+    return [("seeds", study.helper, dev_items()), ("official", default, _official_dev()), ("issues", default, issues)]
+
+
+def _ranks_with(helper, items, patch: dict) -> list:
+    """First relevant rank per item, with module attributes of retrieve.py patched meanwhile."""
+    from rlhelper import retrieve
+
+    saved = {name: getattr(retrieve, name) for name in patch}
+    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    try:
+        for name, value in patch.items():
+            setattr(retrieve, name, value)
+        return [first_hit(helper.entries, [i for i, _ in retriever.rank(normalize_query(item.query), allowed).fused],
+                          item) for item in items]
+    finally:
+        for name, value in saved.items():
+            setattr(retrieve, name, value)
+
+
+def synonym_phrases(study: Study) -> None:
+    """Heading phrases through the glossary's one-word synonyms: "weight sync timeout" also
+    searches sync+timed, timed+out; "out of memory during rollout" also oom+during."""
+    import dataclasses
+
+    from rlhelper import retrieve
+
+    def words(text):
+        return [w for raw in lexical._PHRASE_WORD.findall(text) if (w := lexical._plain(raw.lower()))]
+
+    forms = [list(dict.fromkeys(f for f in (tuple(words(s)) for s in c.en) if f)) for c in glossary.GLOSSARY]
+    forms = [f for f in forms if len(f) > 1 and any(len(x) == 1 for x in f)]  # oom ~ out of memory
+
+    def extra_pairs(text):
+        plain, pairs = words(text), []
+        for group in forms:
+            for found in group:
+                for i in range(len(plain) - len(found) + 1):
+                    if tuple(plain[i:i + len(found)]) == found:
+                        for other in (g for g in group if g != found):
+                            new = plain[:i] + list(other) + plain[i + len(found):]
+                            span = new[max(0, i - 1): i + len(other) + 1]
+                            pairs += [f"{a}{lexical.PHRASE_JOINER}{b}" for a, b in zip(span, span[1:], strict=False)]
+        return [p for p in dict.fromkeys(pairs) if p not in set(lexical.phrases(text))]
+
+    shipped = retrieve.QueryTerms.of.__func__
+
+    def of(cls, normalized, corrector=None):
+        terms = shipped(cls, normalized, corrector)
+        return dataclasses.replace(terms, tokens=terms.tokens + extra_pairs(normalized.text))
+
+    for name, helper, items in _three_dev_sets(study):
+        print(f"{name}: shipped {figures(_ranks_with(helper, items, {}))}")
+        retrieve.QueryTerms.of = classmethod(of)
+        try:
+            print(f"{name}: synonym phrases {figures(_ranks_with(helper, items, {}))}")
+        finally:
+            retrieve.QueryTerms.of = classmethod(shipped)
+
+
+PROBLEM_QUERY = re.compile(r"(error|exception|traceback|oom|out of memory|crash|fail|hang|stuck|nan\b|timeout|"
+                           r"timed out|killed|garbled|slow|wrong|broken|doesn'?t|does not|can'?t|cannot|"
+                           r"报错|错误|失败|超时|卡住|卡在|崩溃|异常|显存不足|不动|乱码)", re.I)
+PROBLEM_ENTRY = re.compile(r"(error|exception|issue|oom|out of memory|crash|fail|hang|stuck|nan\b|inf\b|timeout|"
+                           r"timed out|killed|garbled|slow|mismatch|not |cannot|can't|why|\?|错误|报错|失败|超时|"
+                           r"卡|崩溃|异常|不足|为什么|问题|乱码|？)", re.I)
+TROUBLESHOOTING_PAGE = re.compile(r"(troubleshoot|faq|debug|q&a|问题|常见)", re.I)
+
+
+def problem_prior(study: Study) -> None:
+    """Real reports are problems, and how-to sections ("Step 2: Configure Model") rarely answer
+    one: when the query reads as a problem, lift entries whose heading reads as one or that sit
+    on a troubleshooting/FAQ page, x1.2-2."""
+    for name, helper, items in _three_dev_sets(study):
+        problem = np.array([bool(PROBLEM_ENTRY.search(e.heading or "") or TROUBLESHOOTING_PAGE.search(
+            f"{e.doc_title} {e.doc}")) for e in helper.entries])
+        asks = [item for item in items if PROBLEM_QUERY.search(normalize_query(item.query).text)]
+        others = [item for item in items if item not in asks]
+        for factor in (1.0, 1.2, 1.5, 2.0):
+            def lifted(fused, factors, factor=factor, problem=problem):
+                fused = boost(fused, factors)
+                return boost(fused, {i: factor for i, _ in fused if problem[i]})
+            ranks = _ranks_with(helper, asks, {"boost": lifted}) + _ranks_with(helper, others, {})
+            print(f"{name}: problem entries x{factor} for {len(asks)} problem queries of {len(items)}: {figures(ranks)}")
+
+
 STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
            "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
@@ -804,7 +895,8 @@ STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minil
            "minilm-official": minilm_official, "pooled-calibration": pooled_calibration,
            "heading-text": heading_text, "score-aware": score_aware,
            "framework-boost": framework_boost,
-           "issues-calibration": lambda study: pooled_calibration(study, with_issues=True)}
+           "issues-calibration": lambda study: pooled_calibration(study, with_issues=True),
+           "synonym-phrases": synonym_phrases, "problem-prior": problem_prior}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in STUDIES:
