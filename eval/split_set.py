@@ -55,7 +55,7 @@ SETS = {
 }
 
 
-def h(s: str, salt: str = SETS["official"].salt) -> str:
+def h(s: str, salt: str) -> str:
     return hashlib.sha256((salt + s).encode("utf-8")).hexdigest()
 
 
@@ -63,12 +63,12 @@ def ws(s: str) -> str:
     return " ".join(s.split())
 
 
-def load(path: Path = SETS["official"].path) -> list[dict]:
+def load(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def assign(items: list[dict], salt: str = SETS["official"].salt, stratify_by_doc: bool = True) -> None:
+def assign(items: list[dict], spec: EvalSet) -> None:
     # answerable: group items by section key, stratified by doc of the first expected entry
     # (or all in one stratum: a set with many one-item docs would send them all to dev)
     by_doc: dict[str, OrderedDict[str, list[dict]]] = defaultdict(OrderedDict)
@@ -77,19 +77,19 @@ def assign(items: list[dict], salt: str = SETS["official"].salt, stratify_by_doc
         if it["expected"]:
             first = it["expected"][0]
             key = f'{first["doc"]}:{first["heading"]}'
-            by_doc[first["doc"] if stratify_by_doc else ""].setdefault(key, []).append(it)
+            by_doc[first["doc"] if spec.stratify_by_doc else ""].setdefault(key, []).append(it)
         else:
             unans[it["lang"]].append(it)
     for doc in sorted(by_doc):
         held = {"dev": 0, "test": 0}
-        for key in sorted(by_doc[doc], key=lambda k: h(k, salt)):
+        for key in sorted(by_doc[doc], key=lambda k: h(k, spec.salt)):
             group = by_doc[doc][key]
             side = "dev" if held["dev"] <= held["test"] else "test"
             for it in group:
                 it["split"] = side
             held[side] += len(group)
     for lang in sorted(unans):
-        for i, it in enumerate(sorted(unans[lang], key=lambda x: h(x["id"], salt))):
+        for i, it in enumerate(sorted(unans[lang], key=lambda x: h(x["id"], spec.salt))):
             it["split"] = "dev" if i % 2 == 0 else "test"
 
 
@@ -155,7 +155,7 @@ def section_langs(doc: str, heading: str, listing, seeds) -> set[str]:
     return {rec["lang"]} | {doc_lang(t, listing) for t, _ in rec["twins"]}
 
 
-def check(items: list[dict], spec: EvalSet = SETS["official"]) -> int:
+def check(items: list[dict], spec: EvalSet) -> int:
     listing = read_listing()
     seeds = read_seed_sections()
     errors: list[str] = []
@@ -202,7 +202,7 @@ def check(items: list[dict], spec: EvalSet = SETS["official"]) -> int:
     # the split must be what the rule gives
     snapshot = [it.get("split") for it in items]
     probe = [dict(it) for it in items]
-    assign(probe, spec.salt, spec.stratify_by_doc)
+    assign(probe, spec)
     drift = [it["id"] for it, s in zip(probe, snapshot, strict=True) if it["split"] != s]
     if drift:
         errors.append(f"split differs from the rule for {len(drift)} items (run without --check): {drift[:5]}")
@@ -301,7 +301,7 @@ def main(argv: list[str]) -> int:
     items = load(spec.path)
     if "--check" in argv:
         return check(items, spec)
-    assign(items, spec.salt, spec.stratify_by_doc)
+    assign(items, spec)
     write(items, spec.path)
     print(f"split assigned: {Counter(it['split'] for it in items)}")
     return 0
