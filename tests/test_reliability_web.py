@@ -48,7 +48,7 @@ def ask_over_http(url: str, query: str) -> tuple[str, str]:
     """(event name, last assistant message HTML) of one question through the page's API."""
     with httpx.Client(timeout=60, trust_env=False) as client:
         event_id = client.post(f"{url}/gradio_api/call/ask",
-                               json={"data": [query, [], "", "", False, "", ""]}).json()["event_id"]
+                               json={"data": [query, [], "", "", ""]}).json()["event_id"]
         text = client.get(f"{url}/gradio_api/call/ask/{event_id}").text
     events = [line[len("event:"):].strip() for line in text.splitlines() if line.startswith("event:")]
     data = [line[len("data:"):].strip() for line in text.splitlines() if line.startswith("data:")]

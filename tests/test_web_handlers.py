@@ -16,6 +16,7 @@ from rlhelper.answer import RELATED_SHOWN
 from rlhelper.api import Helper
 from rlhelper.errors import IndexCorruptError
 from rlhelper.feedback import FeedbackStore
+from rlhelper.llm import LLMSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -345,8 +346,7 @@ def quiet_env(monkeypatch):
 def test_llm_answer_streams_and_keeps_the_sources(helper, quiet_env):
     pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
     with OpenAIStub(Reply("Raise `weight_sync_timeout` in the generator config [1].")) as stub:
-        options = web.LLMOptions(True, stub.url, "stub-model")
-        steps, session = run(helper, WEIGHT_SYNC, llm=options)
+        steps, session = run(helper, WEIGHT_SYNC, llm=LLMSettings(base_url=stub.url, model="stub-model"))
     html = final_html(steps)
     assert "Raise <code>weight_sync_timeout</code> in the generator config" in html
     assert "Written by the LLM" in html and 'class="rl-sources"' in html
@@ -356,7 +356,7 @@ def test_llm_answer_streams_and_keeps_the_sources(helper, quiet_env):
 def test_an_llm_that_finds_no_answer_in_the_entries_gives_no_match(helper, quiet_env):
     pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
     with OpenAIStub(Reply("NO_ANSWER")) as stub:
-        steps, session = run(helper, WEIGHT_SYNC, llm=web.LLMOptions(True, stub.url, "stub-model"))
+        steps, session = run(helper, WEIGHT_SYNC, llm=LLMSettings(base_url=stub.url, model="stub-model"))
     assert all("NO_ANSWER" not in s[-1]["content"] for s in steps)  # not even while it streamed
     html = final_html(steps)
     assert "No matching entry in the docs." in html and "found no answer to this question" in html
@@ -365,21 +365,15 @@ def test_an_llm_that_finds_no_answer_in_the_entries_gives_no_match(helper, quiet
 
 
 def test_llm_failure_keeps_the_extractive_answer_with_a_notice(helper, quiet_env):
-    options = web.LLMOptions(True, "http://127.0.0.1:9/v1", "nobody")  # port 9: nothing listens
-    html = final_html(run(helper, WEIGHT_SYNC, llm=options)[0])
+    settings = LLMSettings(base_url="http://127.0.0.1:9/v1", model="nobody")  # port 9: nothing listens
+    html = final_html(run(helper, WEIGHT_SYNC, llm=settings)[0])
     assert 'class="rl-notices"' in html and "extractive answer" in html
     assert 'class="rl-sources"' in html
 
 
-def test_llm_settings_error_is_shown(helper, quiet_env):
-    html = final_html(run(helper, WEIGHT_SYNC, llm=web.LLMOptions(True, "ftp://x", "m"))[0])
-    assert "not an http(s) URL" in html and 'class="rl-sources"' in html
-
-
 def test_an_abstained_answer_says_the_llm_was_not_asked(helper, quiet_env):
     with OpenAIStub(Reply("This must never be shown [1].")) as stub:
-        options = web.LLMOptions(True, stub.url, "stub-model")
-        html = final_html(run(helper, OFF_TOPIC, llm=options)[0])
+        html = final_html(run(helper, OFF_TOPIC, llm=LLMSettings(base_url=stub.url, model="stub-model"))[0])
         assert not stub.requests  # nothing to ground an answer in: the model is not called
-    assert "No matching entry in the docs." in html and "your LLM was not asked" in html
+    assert "No matching entry in the docs." in html and "the LLM was not asked" in html
     assert "must never be shown" not in html

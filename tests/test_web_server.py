@@ -122,7 +122,7 @@ def test_one_megabyte_query_over_http_is_answered_not_crashed(server):
     query = "RuntimeError: Weight sync timed out\n" + "y" * 1_000_000
     with httpx.Client(timeout=60, trust_env=False) as client:
         event_id = client.post(f"{url}/gradio_api/call/ask",
-                               json={"data": [query, [], "", "", False, "", ""]}).json()["event_id"]
+                               json={"data": [query, [], "", "", ""]}).json()["event_id"]
         text = client.get(f"{url}/gradio_api/call/ask/{event_id}").text
     assert "event: complete" in text and "event: error" not in text
     assert "more characters not shown" in text

@@ -413,11 +413,24 @@ def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep 127.0.0.1 unless you mean it).")
 @click.option("--port", default=7860, show_default=True, help="Port to listen on.")
 @click.option("--index", "index", help="Index folder or name.")
-def serve(host, port, index):
-    """Start the web chat."""
+@llm_options
+@click.option("--time-budget", type=click.FloatRange(min=1), default=60, show_default=True,
+              help="Seconds one answer may take; past it the visitor gets a notice.")
+def serve(host, port, index, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout, time_budget):
+    """Start the web chat.
+
+    With --llm, visitors may have that one model write the answer (the page shows it by name; they
+    never choose a URL, and the key goes to that endpoint only). Without it the page offers no LLM.
+
+    \b
+    Examples:
+      rlhelper serve
+      rlhelper serve --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
+    """
     from .web import serve as run_server
 
-    run_server(host=host, port=port, index=index)
+    settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
+    run_server(host=host, port=port, index=index, llm=[settings] if settings else None, time_budget=time_budget)
 
 
 @main.group()

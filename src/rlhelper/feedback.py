@@ -9,14 +9,24 @@ users really ask can measure retrieval and refit abstention.
 
 Each call opens its own connection: the web server calls in from many threads,
 and SQLite connections must not be shared between threads.
+
+The web server is its only writer and anyone who can open the page can vote, so
+writes are bounded: the file (and a folder it creates) is the user's alone
+(0600 / 0700, like chat history: questions hold paths and hostnames), a
+comment longer than MAX_COMMENT_CHARS is refused, the file stops growing at
+`max_bytes`, and `WriteLimiter` bounds the writes of one client per minute.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import sys
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
@@ -24,12 +34,15 @@ from pathlib import Path
 from typing import IO
 
 from . import config, lexical
+from .errors import RlhelperError
 
 FILE_NAME = "feedback.sqlite3"
 # A vote on a pasted 1 MB log should not make a 1 MB row.
 MAX_QUERY_CHARS = 20_000
 MAX_ANSWER_CHARS = 50_000
-MAX_COMMENT_CHARS = 5_000
+MAX_COMMENT_CHARS = 2_000  # a longer comment is refused, not cut: the writer should choose what to keep
+MAX_BYTES = 50 * 1024 * 1024  # ~2,000 votes on pasted logs; beyond it new votes are refused
+WRITES_PER_MINUTE = 20  # votes, changed votes and comments of one client (browser session, address)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS feedback (
@@ -45,6 +58,10 @@ CREATE TABLE IF NOT EXISTS feedback (
 COLUMNS = ("id", "time", "query", "answer", "cited_entry_ids", "vote", "comment")
 
 
+class FeedbackRefused(RlhelperError):
+    """A vote or comment that is not stored: too long, too many, or the store is full."""
+
+
 def default_path() -> Path:
     return config.data_dir() / FILE_NAME
 
@@ -58,25 +75,46 @@ def _vote(value: int) -> int:
 class FeedbackStore:
     """The feedback table in one SQLite file (created on first write)."""
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, max_bytes: int = MAX_BYTES):
         self.path = Path(path) if path else default_path()
+        self.max_bytes = max_bytes
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Votes hold the questions asked (paths, hostnames): the user's alone, like chat history.
+        # SQLite gives its journal the database file's permissions.
+        if not self.path.exists():
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        elif self.path.stat().st_mode & 0o077:  # made world-readable by an older rlhelper
+            try:
+                self.path.chmod(0o600)
+            except OSError:
+                pass
         conn = sqlite3.connect(self.path, timeout=10)
         conn.execute(_SCHEMA)
         return conn
 
+    def _check_room(self) -> None:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return
+        if size >= self.max_bytes:
+            raise FeedbackRefused(
+                f"the feedback store {self.path} is full ({size / 2**20:.0f} MB): export it with "
+                "`rlhelper feedback export -o FILE`, then move the file aside to start a new one")
+
     def record(self, query: str, answer: str, cited_entry_ids: list[str], vote: int,
                comment: str | None = None) -> int:
         """Store one vote; returns its row id."""
+        self._check_room()
         row = (
             datetime.now(UTC).isoformat(timespec="seconds"),
             (query or "")[:MAX_QUERY_CHARS],
             (answer or "")[:MAX_ANSWER_CHARS],
             json.dumps(list(cited_entry_ids), ensure_ascii=False),
             _vote(vote),
-            (comment or None) and comment[:MAX_COMMENT_CHARS],
+            checked_comment(comment) or None,
         )
         with closing(self._connect()) as conn, conn:
             cur = conn.execute(
@@ -91,9 +129,10 @@ class FeedbackStore:
                          (_vote(vote), datetime.now(UTC).isoformat(timespec="seconds"), row_id))
 
     def set_comment(self, row_id: int, comment: str) -> None:
+        comment = checked_comment(comment)
+        self._check_room()
         with closing(self._connect()) as conn, conn:
-            conn.execute("UPDATE feedback SET comment = ? WHERE id = ?",
-                         ((comment or "").strip()[:MAX_COMMENT_CHARS] or None, row_id))
+            conn.execute("UPDATE feedback SET comment = ? WHERE id = ?", (comment or None, row_id))
 
     def remove(self, row_id: int) -> None:
         with closing(self._connect()) as conn, conn:
@@ -111,6 +150,42 @@ class FeedbackStore:
                 row["cited_entry_ids"] = json.loads(row["cited_entry_ids"])
                 out.append(row)
             return out
+
+
+def checked_comment(comment: str | None) -> str:
+    """The comment, stripped; FeedbackRefused when it is longer than MAX_COMMENT_CHARS."""
+    comment = (comment or "").strip()
+    if len(comment) > MAX_COMMENT_CHARS:
+        raise FeedbackRefused(f"the comment is {len(comment):,} characters long and the limit is "
+                              f"{MAX_COMMENT_CHARS:,}: shorten it, then save it again")
+    return comment
+
+
+class WriteLimiter:
+    """At most `per_minute` writes for each key (a browser session, a client address) in any minute.
+
+    Thread-safe; keeps one deque of times per key seen in the last minute."""
+
+    def __init__(self, per_minute: int = WRITES_PER_MINUTE, *, clock: Callable[[], float] = time.monotonic):
+        self.per_minute, self.clock = per_minute, clock
+        self._times: dict[str, deque] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, *keys: str) -> bool:
+        """Count one write for every key, or none when any key is at its limit."""
+        now = self.clock()
+        with self._lock:
+            for stale in [k for k, times in self._times.items() if not times or times[-1] <= now - 60]:
+                del self._times[stale]
+            queues = [self._times.setdefault(key, deque()) for key in keys]
+            for times in queues:
+                while times and times[0] <= now - 60:
+                    times.popleft()
+            if any(len(times) >= self.per_minute for times in queues):
+                return False
+            for times in queues:
+                times.append(now)
+            return True
 
 
 def export(target: str | Path | IO[str] | None = None, *, db: str | Path | None = None) -> int:

@@ -69,7 +69,7 @@ def percentiles(values: list[float], points=(50, 95)) -> dict[int, float]:
 def ask_once(client: httpx.Client, base: str, question: str) -> float:
     """One question through the chat endpoint; returns seconds to the complete answer."""
     started = time.perf_counter()
-    payload = {"data": [question, [], "", "", False, "", ""]}
+    payload = {"data": [question, [], "", "", ""]}
     resp = client.post(f"{base}/gradio_api/call/ask", json=payload)
     if resp.status_code != 200:
         raise LoadError(f"POST answered HTTP {resp.status_code}")

@@ -1,8 +1,8 @@
 """The web chat (Gradio): cited answers in the browser. The only module that imports Gradio.
 
-    build_app(helper, feedback_db=None) -> gr.Blocks      # the page and its events
-    serve(host="127.0.0.1", port=7860, index=None)        # `rlhelper serve`, `python ui/app.py`
-    start(helper, host, port, feedback_db) -> (app, url)  # non-blocking, for tests and the load test
+    build_app(helper, feedback_db=None, llm=None) -> gr.Blocks   # the page and its events
+    serve(host="127.0.0.1", port=7860, index=None, llm=None)     # `rlhelper serve`, `python ui/app.py`
+    start(helper, host, port, feedback_db, llm) -> (app, url)    # non-blocking, for tests and the load test
 
 The handlers are plain functions (`respond`, `record_vote`, `add_comment`)
 taking the Helper / FeedbackStore explicitly, so tests call them without a
@@ -12,6 +12,18 @@ user text before adding markup; the chatbot shows that HTML as is
 
 Privacy: binds 127.0.0.1 by default, never a Gradio share link (a public tunnel), analytics, run history
 and monitoring off, no extra file paths served, system fonts only (no Google Fonts).
+
+What a visitor can make the server do (anyone who reaches the port: there is no authentication):
+- LLM answers go only to the endpoints the operator configured at start (`rlhelper serve --llm ...`);
+  a visitor picks one by name or none, never a URL, and a key goes only to the endpoint it was
+  configured with. With none configured the page offers no LLM and the API refuses one.
+- Every event the page fires can also be called by hand (Gradio hides the non-`ask` ones from its API
+  docs and clients, not from raw HTTP), so each handler checks its arguments: type, length, allowed
+  values. A bad one is refused with its reason (HTTP 400 for the direct events).
+- One answer may take `time_budget` seconds; past it the visitor gets a notice and the worker is
+  abandoned (its result dropped). Answers share a pool of CONCURRENCY workers and a queue of at most
+  QUEUE_SIZE waiting requests, so one slow question does not stop the others.
+- Votes and comments are bounded per client and in total (feedback.py).
 """
 
 from __future__ import annotations
@@ -27,18 +39,24 @@ os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
 
 import dataclasses  # noqa: E402
 import importlib.util  # noqa: E402
+import ipaddress  # noqa: E402
+import json  # noqa: E402
 import logging  # noqa: E402
+import socket  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
-from urllib.parse import urlencode  # noqa: E402
+from urllib.parse import urlencode, urlsplit  # noqa: E402
 
 import gradio as gr  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
 
-from . import config, render  # noqa: E402
+from . import render  # noqa: E402
 from .answer import FRAMEWORK_NAMES, render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
-from .feedback import FeedbackStore  # noqa: E402
+from .feedback import MAX_COMMENT_CHARS, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
 from .schema import Answer  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -46,6 +64,11 @@ log = logging.getLogger(__name__)
 TOP_K = 5
 STREAM_PAUSE = 0.02  # seconds between streamed answer parts: visibly streams, costs no CPU
 CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
+QUEUE_SIZE = 128  # requests waiting for a worker; beyond it Gradio answers "the queue is full"
+TIME_BUDGET = 60.0  # seconds one answer may take (an LLM-written one included) before it is cut
+MAX_MESSAGE_CHARS = 2_000_000  # a pasted log beyond this is refused (the search reads its tail anyway)
+MAX_HTML_CHARS = 2_000_000  # one chat message sent to the browser; a bigger one is shown without whole entries
+NO_LLM = ""  # the LLM choice that quotes the docs only
 LINK_MAX_CHARS = 2000  # a longer message (a whole log) is linked by the error lines it was searched by
 TITLE = "rlhelper — RL training troubleshooting"
 
@@ -95,28 +118,113 @@ def filter_value(choice: str | None) -> str | None:
     return choice or None
 
 
-@dataclasses.dataclass
-class LLMOptions:
-    """The optional "Write the answer with my LLM" settings from the page."""
+class RequestError(ValueError):
+    """An argument the page never sends (a hand-made API call): refused with its reason."""
 
-    enabled: bool = False
-    base_url: str = ""
-    model: str = ""
+
+def llm_endpoints(settings: Sequence | None) -> dict:
+    """The LLM settings the operator configured, by the name a visitor picks them by: the model's
+    name, or `model (host)` when two endpoints serve the same model. Never a URL from the page."""
+    named: dict = {}
+    for one in settings or ():
+        name = one.model if one.model not in named else f"{one.model} ({urlsplit(one.base_url).netloc})"
+        named[name] = one
+    return named
+
+
+def _text_arg(value, what: str, limit: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RequestError(f"{what} must be text, not {type(value).__name__}")
+    if len(value) > limit:
+        raise RequestError(f"{what} is {len(value):,} characters long; the limit is {limit:,}")
+    return value
+
+
+def checked_ask(helper, endpoints: dict, message, history, framework, collection, llm_name):
+    """The arguments of one question, checked as the page would send them: (message, history,
+    framework, collection, LLM settings or None). RequestError for anything else."""
+    message = _text_arg(message, "the message", MAX_MESSAGE_CHARS)
+    if history is not None and not isinstance(history, list):
+        raise RequestError("the chat history must be a list of messages")
+    filters = []
+    for value, allowed, what in ((framework, helper.frameworks, "framework"),
+                                 (collection, helper.collections, "collection")):
+        value = _text_arg(value, f"the {what}", 200)
+        if value and value not in allowed:
+            raise RequestError(f"unknown {what} {value!r}: this index has {', '.join(allowed) or 'none'}")
+        filters.append(value)
+    name = _text_arg(llm_name, "the LLM choice", 500)
+    if name and name not in endpoints:
+        if not endpoints:
+            raise RequestError("this server offers no LLM answers (its operator starts it with "
+                               "`rlhelper serve --llm ...` to offer one)")
+        raise RequestError(f"this server offers no LLM named {name!r}: pick one of {', '.join(map(repr, endpoints))}")
+    return message, history, *filters, endpoints.get(name) if name else None
 
 
 def _message(role: str, html: str) -> dict:
     return {"role": role, "content": html}
 
 
+class OutOfTime(Exception):
+    """The answer's time budget ran out."""
+
+
+def within(deadline: float, fn: Callable, *args, **kwargs):
+    """fn(*args, **kwargs) in a worker thread; OutOfTime when it has not returned by `deadline`
+    (time.monotonic()). A Python thread cannot be stopped: a late one finishes in the background
+    and its result is dropped, but the request (and its place in the queue) is free at once."""
+    box: dict = {}
+    done = threading.Event()
+
+    def work():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True, name="rlhelper-answer").start()
+    if not done.wait(max(0.0, deadline - time.monotonic())):
+        raise OutOfTime
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def cut_html(budget: float) -> str:
+    return render.error_html(
+        f"rlhelper stopped working on this answer after {budget:g} s, the time one answer may take on this "
+        "server. Try a shorter or more specific question, or a framework filter.")
+
+
+def _bounded_html(answer: Answer, deadline: float, entry_for) -> str:
+    """The final answer's HTML, made in time; without whole entries when it would be too big to send."""
+    html = within(deadline, render.answer_html, answer, entry_for=entry_for)
+    if len(html) > MAX_HTML_CHARS and entry_for is not None:
+        html = within(deadline, render.answer_html, answer, entry_for=None)
+    if len(html) > MAX_HTML_CHARS:
+        html = render.error_html(f"This answer is too large to show ({len(html) / 1e6:.1f} MB of HTML). "
+                                 "Ask `rlhelper ask` in a terminal, or narrow the question.")
+    return html
+
+
 def respond(helper, message: str, history: list | None, framework: str | None = None,
             collection: str | None = None, session: dict | None = None,
-            llm: LLMOptions | None = None) -> Iterator[tuple[list, dict]]:
+            llm=None, *, budget: float = TIME_BUDGET) -> Iterator[tuple[list, dict]]:
     """Answer one chat message: yields (history, session) as the answer grows.
 
     The user's message goes in first, then the answer streams in part by part,
     then the final message adds the sources (or, when nothing matches, the
     related entries). Errors become one readable message, never a traceback.
+    `llm`: the LLMSettings of a configured endpoint to write the answer, or None.
+    Past `budget` seconds the answer is cut with a notice (an LLM answer falls
+    back to the extractive one).
     """
+    deadline = time.monotonic() + budget
     history = list(history or [])
     session = session if session is not None else new_session()
     query = message or ""
@@ -129,8 +237,13 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
     history.append(_message("assistant", '<div class="rl-answer rl-muted">Searching the docs…</div>'))
     yield history, session
     try:
-        answer = helper.ask(query, k=TOP_K, framework=filter_value(framework),
-                            collection=filter_value(collection), previous=session.get("previous"))
+        answer = within(deadline, helper.ask, query, k=TOP_K, framework=filter_value(framework),
+                        collection=filter_value(collection), previous=session.get("previous"))
+    except OutOfTime:
+        log.warning("answering %r took more than %g s: cut", query[:200], budget)
+        history[-1] = _message("assistant", cut_html(budget))
+        yield history, session
+        return
     except RlhelperError as err:
         history[-1] = _message("assistant", render.error_html(str(err)))
         yield history, session
@@ -151,23 +264,39 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
                          filter_value(framework), filter_value(collection))
     # Under the user's own message, not in the answer: the answer holds doc text only.
     history[-2] = _message("user", render.user_html(query) + render.searched_html(answer) + render.link_html(link))
-    if llm is not None and llm.enabled and answer.abstained:
+    if llm is not None and answer.abstained:
         answer = dataclasses.replace(answer, notices=[
-            *answer.notices, "No entry matched, so your LLM was not asked: it would have nothing to ground an answer in."])
-    for partial in _streamed_bodies(answer):
-        history[-1] = _message("assistant", render.answer_html(answer, text=partial, final=False))
+            *answer.notices, "No entry matched, so the LLM was not asked: it would have nothing to ground an answer in."])
+    try:
+        for partial in within(deadline, lambda: list(_streamed_bodies(answer))):
+            history[-1] = _message("assistant", within(deadline, render.answer_html, answer, text=partial,
+                                                       final=False))
+            yield history, session
+            time.sleep(STREAM_PAUSE)
+
+        if llm is not None and not answer.abstained:
+            steps = _llm_steps(answer, llm)
+            try:
+                while (step := within(deadline, next, steps, None)) is not None:
+                    html, final_answer = step
+                    if final_answer is not None:
+                        answer = final_answer
+                    if html:
+                        history[-1] = _message("assistant", html)
+                        yield history, session
+            except OutOfTime:  # the extractive answer, made with a few more seconds
+                answer = dataclasses.replace(answer, notices=[*answer.notices, (
+                    f"The LLM did not finish within {budget:g} s, the time one answer may take on this server; "
+                    "showing the extractive answer.")])
+                deadline = time.monotonic() + min(10.0, budget)
+
+        html = _bounded_html(answer, deadline, entry_for)
+    except OutOfTime:
+        log.warning("answering %r took more than %g s: cut", query[:200], budget)
+        history[-1] = _message("assistant", cut_html(budget))
         yield history, session
-        time.sleep(STREAM_PAUSE)
-
-    if llm is not None and llm.enabled and not answer.abstained:
-        for html, final_answer in _llm_steps(answer, llm):
-            if final_answer is not None:
-                answer = final_answer
-            if html:
-                history[-1] = _message("assistant", html)
-                yield history, session
-
-    history[-1] = _message("assistant", render.answer_html(answer, entry_for=entry_for))
+        return
+    history[-1] = _message("assistant", html)
     session["answers"][len(history) - 1] = {
         "query": asked_alone,
         "answer": answer.text,
@@ -186,17 +315,16 @@ def _streamed_bodies(answer: Answer) -> Iterator[str]:
 
 
 # -- the optional LLM hook -------------------------------------------------------------------
-# "Write the answer with my LLM": the user's own OpenAI-compatible server rewrites the
-# answer from the same hits (rlhelper.llm checks its citations). Any failure keeps the
-# extractive answer and says why. The server calls the URL typed on the page: the app
-# binds 127.0.0.1, so only the local user can point it somewhere.
+# "Write the answer with an LLM": an OpenAI-compatible server the operator configured at start
+# rewrites the answer from the same hits (rlhelper.llm checks its citations). Any failure keeps
+# the extractive answer and says why. The page never names a URL: see the module docstring.
 
 
 def llm_available() -> bool:
     return importlib.util.find_spec("rlhelper.llm") is not None
 
 
-def _llm_steps(answer: Answer, options: LLMOptions) -> Iterator[tuple[str, Answer | None]]:
+def _llm_steps(answer: Answer, settings) -> Iterator[tuple[str, Answer | None]]:
     """(html, None) while the model writes; finally (html, merged Answer)."""
     def kept(notice: str) -> Answer:
         return dataclasses.replace(answer, notices=[*answer.notices, notice])
@@ -208,8 +336,6 @@ def _llm_steps(answer: Answer, options: LLMOptions) -> Iterator[tuple[str, Answe
     from .answer import citation_for
 
     try:
-        settings = llm_mod.LLMSettings.resolve(base_url=options.base_url.strip() or None,
-                                               model=options.model.strip() or None)
         stream = llm_mod.LLMStream.for_answer(answer, settings)
     except RlhelperError as err:
         yield "", kept(f"{err} Showing the extractive answer.")
@@ -231,47 +357,81 @@ def _llm_steps(answer: Answer, options: LLMOptions) -> Iterator[tuple[str, Answe
 # -- votes ------------------------------------------------------------------------------------
 
 
+_VOTES = {"Like": 1, "Dislike": -1, "": None}  # what the page sends; "": the vote was taken back
+TOO_MANY = "Too many votes and comments from you in the last minute: wait a minute, then try again."
+
+
 def _vote_of(liked) -> int | None:
-    if liked is True or liked == "Like":
+    if liked is True:
         return 1
-    if liked is False or liked == "Dislike":
+    if liked is False:
         return -1
-    return None  # "" : the vote was taken back
+    if liked is None or (isinstance(liked, str) and liked in _VOTES):
+        return _VOTES.get(liked)
+    raise RequestError(f"a vote is 'Like', 'Dislike' or '' (taken back), not {str(liked)[:50]!r}")
 
 
-def record_vote(store: FeedbackStore, session: dict | None, index, liked) -> tuple[dict, str]:
-    """Store (or change, or take back) a thumbs up/down on the answer at `index` of the history."""
+def _position_of(index) -> int:
+    """The history position a vote names: an int, or [row, column] as Gradio sends it."""
+    position = index[0] if isinstance(index, list | tuple) and 1 <= len(index) <= 2 else index
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 1_000_000:
+        raise RequestError(f"a vote names a message by its position in the chat, not {str(index)[:50]!r}")
+    return position
+
+
+def record_vote(store: FeedbackStore, session: dict | None, index, liked,
+                allowed: Callable[[], bool] = lambda: True) -> tuple[dict, str]:
+    """Store (or change, or take back) a thumbs up/down on the answer at `index` of the history.
+    RequestError for a payload the page cannot send; `allowed()` says whether this client may write now."""
     session = session if session is not None else new_session()
-    position = index[0] if isinstance(index, list | tuple) else index
-    turn = session["answers"].get(int(position)) if position is not None else None
+    position, vote = _position_of(index), _vote_of(liked)
+    turn = session["answers"].get(position)
     if turn is None:
         return session, "Only answers can be voted on."
-    vote = _vote_of(liked)
+    if not allowed():
+        return session, TOO_MANY
     if vote is None:
         if turn["row"] is not None:
             store.remove(turn["row"])
             turn["row"] = None
         session["last_vote"] = None
         return session, "Vote removed."
-    if turn["row"] is None:
-        turn["row"] = store.record(turn["query"], turn["answer"], turn["entry_ids"], vote)
-    else:
-        store.change_vote(turn["row"], vote)
-    session["last_vote"] = int(position)
+    try:
+        if turn["row"] is None:
+            turn["row"] = store.record(turn["query"], turn["answer"], turn["entry_ids"], vote)
+        else:
+            store.change_vote(turn["row"], vote)
+    except FeedbackRefused as err:
+        log.warning("vote not stored: %s", err)
+        return session, "Votes are not being recorded right now (the server's feedback store is full). Sorry."
+    session["last_vote"] = position
     thanks = "helpful" if vote > 0 else "not helpful"
     return session, f"Thanks: answer marked {thanks}. Add a comment below if you like (optional)."
 
 
-def add_comment(store: FeedbackStore, session: dict | None, comment: str) -> tuple[dict, str]:
-    """Attach a comment to the answer voted on last."""
+def add_comment(store: FeedbackStore, session: dict | None, comment: str,
+                allowed: Callable[[], bool] = lambda: True) -> tuple[dict, str]:
+    """Attach a comment to the answer voted on last. A comment over feedback.MAX_COMMENT_CHARS is
+    refused with a message (the page's box stops there); a non-text one is a RequestError."""
     session = session if session is not None else new_session()
+    if comment is not None and not isinstance(comment, str):
+        raise RequestError(f"a comment is text, not {type(comment).__name__}")
     position = session.get("last_vote")
     turn = session["answers"].get(position) if position is not None else None
     if turn is None or turn["row"] is None:
         return session, "Vote on an answer first (thumbs up or down), then add a comment."
     if not (comment or "").strip():
         return session, "The comment is empty."
-    store.set_comment(turn["row"], comment)
+    if not allowed():
+        return session, TOO_MANY
+    try:
+        store.set_comment(turn["row"], comment)
+    except FeedbackRefused as err:
+        text = str(err)
+        if "is full" in text:
+            log.warning("comment not stored: %s", err)
+            return session, "Comments are not being recorded right now (the server's feedback store is full). Sorry."
+        return session, f"Not saved: {text[0].upper()}{text[1:]}."
     return session, "Comment saved with your vote. Thank you."
 
 
@@ -419,6 +579,43 @@ def theme() -> gr.themes.Base:
     )
 
 
+class ClientErrorStatus:
+    """ASGI middleware: Gradio answers a direct call its handler refused (a gr.Error, whose message it
+    sends even with show_error off) with HTTP 500; that is the caller's mistake, so it becomes 400.
+    A real server error still answers 500 with {"error": null} (details in the server log)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        held: dict = {}
+        body: list[bytes] = []
+
+        async def relay(message):
+            if message["type"] == "http.response.start" and message["status"] == 500:
+                held["start"] = message
+                return
+            if "start" not in held or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            data, status = b"".join(body), 500
+            try:
+                if isinstance(json.loads(data).get("error"), str):
+                    status = 400
+            except (ValueError, AttributeError):
+                pass
+            await send({**held["start"], "status": status})
+            await send({"type": "http.response.body", "body": data})
+
+        await self.app(scope, receive, relay)
+
+
 def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
     """Keyword arguments for Blocks.launch: local only, private, our look (Gradio 6 takes css/theme here)."""
     return {
@@ -434,6 +631,7 @@ def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
         "mcp_server": False,
         "pwa": False,
         "max_file_size": "1kb",  # the page takes no files; keep the upload route useless
+        "app_kwargs": {"middleware": [Middleware(ClientErrorStatus)]},
         "theme": theme(),
         "css": CSS,
         "head": HEAD,
@@ -460,21 +658,52 @@ def _choices(label: str, values: list[str]) -> list[tuple[str, str]]:
     return [(label, "")] + [(FRAMEWORK_NAMES.get(v, v), v) for v in values]
 
 
-def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
-    """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3)."""
+def _client_keys(request: gr.Request | None) -> tuple[str, ...]:
+    """Who a write counts against: the browser session and the address it came from
+    (behind a reverse proxy every visitor shares the proxy's address: a bound for them all)."""
+    if request is None:
+        return ()
+    host = getattr(getattr(request, "client", None), "host", None) or "?"
+    return (f"session:{getattr(request, 'session_hash', None) or '?'}", f"host:{host}")
+
+
+def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | None = None,
+              time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None) -> gr.Blocks:
+    """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3).
+    `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option)."""
     store = FeedbackStore(feedback_db)
+    endpoints = llm_endpoints(llm)
+    limiter = WriteLimiter(**({} if writes_per_minute is None else {"per_minute": writes_per_minute}))
 
-    def ask(message, history, framework, collection, session, use_llm, base_url, model):
-        options = LLMOptions(bool(use_llm), base_url or "", model or "")
-        yield from respond(helper, message, history, framework, collection, session, options)
+    def refused(err: RequestError) -> gr.Error:
+        return gr.Error(f"Refused: {err}.", print_exception=False)
 
-    def vote(session, data: gr.LikeData):
-        session, status = record_vote(store, session, data.index, data.liked)
+    def ask(message, history, framework, collection, session, llm_name):
+        try:
+            message, history, framework, collection, settings = checked_ask(
+                helper, endpoints, message, history, framework, collection, llm_name)
+        except RequestError as err:
+            raise refused(err) from None
+        yield from respond(helper, message, history, framework, collection, session, settings, budget=time_budget)
+
+    def vote(session, data: gr.EventData, request: gr.Request):
+        payload = getattr(data, "_data", None)
+        if not isinstance(payload, dict):
+            raise refused(RequestError("a vote is an object with index and liked"))
+        try:
+            session, status = record_vote(store, session, payload.get("index"), payload.get("liked"),
+                                          allowed=lambda: limiter.allow(*_client_keys(request)))
+        except RequestError as err:
+            raise refused(err) from None
         return session, status, gr.update(visible=True)
 
-    def comment(session, text):
-        session, status = add_comment(store, session, text)
-        return session, status, ""
+    def comment(session, text, request: gr.Request):
+        try:
+            session, kept = add_comment(store, session, text, allowed=lambda: limiter.allow(*_client_keys(request)))
+        except RequestError as err:
+            raise refused(err) from None
+        # A refused comment stays in the box, to shorten or send later.
+        return session, kept, "" if kept.startswith("Comment saved") else gr.skip()
 
     def open_link(request: gr.Request):
         question, framework_name, collection_name = linked_question(dict(request.query_params))
@@ -487,8 +716,14 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
         else:
             yield gr.skip(), gr.skip()
 
-    def example_text(data: gr.SelectData):
-        return data.value.get("text", "") if isinstance(data.value, dict) else str(data.value)
+    def example_text(data: gr.EventData):
+        value = (getattr(data, "_data", None) or {}).get("value") if isinstance(getattr(data, "_data", None), dict) \
+            else None
+        text = value.get("text", "") if isinstance(value, dict) else value
+        try:
+            return _text_arg(text, "an example", MAX_MESSAGE_CHARS)
+        except RequestError as err:
+            raise refused(err) from None
 
     with gr.Blocks(title=TITLE, analytics_enabled=False, fill_width=False) as app:
         gr.HTML(_header_html(helper))
@@ -529,51 +764,49 @@ def build_app(helper, *, feedback_db: str | Path | None = None) -> gr.Blocks:
         status = gr.Markdown("", elem_id="rl-status")
         with gr.Row(visible=False, equal_height=True) as comment_row:
             comment_box = gr.Textbox(show_label=False, placeholder="Optional comment on your last vote",
-                                     scale=5, elem_id="rl-comment")
+                                     max_length=MAX_COMMENT_CHARS, scale=5, elem_id="rl-comment")
             comment_btn = gr.Button("Save comment", scale=1, size="sm", elem_id="rl-comment-save")
-        with gr.Accordion("Write the answer with my LLM (optional)", open=False, elem_id="rl-llm"):
+        # The endpoints the operator configured, by name; "" quotes the docs. Without any the choice is
+        # hidden and accepts only "", so the `ask` API keeps one shape and refuses an LLM.
+        llm_choices = [("Off: quote the docs", NO_LLM)] + [(name, name) for name in endpoints]
+        with gr.Accordion("Write the answer with an LLM (optional)", open=False, elem_id="rl-llm",
+                          visible=bool(endpoints)):
             gr.Markdown(
-                "Your own OpenAI-compatible server (SGLang, vLLM, Ollama, or a hosted API) writes a short "
-                "answer from the retrieved entries; rlhelper checks its citations and flags commands found in "
-                "no source. When the model finds no answer in the entries, you get \"No matching entry\". "
-                "The key, if any, is read from `$OPENAI_API_KEY` on this machine. Any failure "
+                "An OpenAI-compatible model set up by whoever runs this server writes a short answer from "
+                "the retrieved entries; rlhelper checks its citations and flags commands found in no source. "
+                "When the model finds no answer in the entries, you get \"No matching entry\". Any failure "
                 "keeps the extractive answer."
                 + ("" if llm_available() else "\n\n*Not available in this install.*")
             )
-            use_llm = gr.Checkbox(label="Write the answer with my LLM", value=False, interactive=llm_available(),
-                                  elem_id="rl-use-llm")
-            with gr.Row():
-                base_url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:30000/v1",
-                                      value=str(config.setting("llm_base_url", default="") or ""))
-                model = gr.Textbox(label="Model", placeholder="the name the server serves",
-                                   value=str(config.setting("llm_model", default="") or ""))
+            llm_choice = gr.Radio(llm_choices, value=NO_LLM, label="Who writes the answer", show_label=False,
+                                  interactive=llm_available(), elem_id="rl-use-llm")
 
-        settings = [chatbot, framework, collection, session, use_llm, base_url, model]
+        settings = [chatbot, framework, collection, session, llm_choice]
         quiet = {"queue": False, "show_progress": "hidden", "api_visibility": "private"}
         outputs = [chatbot, session]
+        # Every way of asking shares one pool of CONCURRENCY workers (concurrency_id), so a question
+        # from a link or an example cannot take more than the page's share.
+        answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "ask", "show_progress": "hidden"}
         # The message moves to a hidden box and the input is emptied at once, before the answer:
         # cleared by the answer's own updates, it lost what the user had started typing meanwhile.
         # The hidden box is also what the `ask` API endpoint takes as its message.
         asked = gr.Textbox(visible=False)
         textbox.submit(None, [textbox], [asked, textbox], js="(text) => [text, '']", **quiet).then(  # in the browser
-            ask, [asked, *settings], outputs, api_name="ask", concurrency_limit=CONCURRENCY,
-            show_progress="hidden")
+            ask, [asked, *settings], outputs, api_name="ask", **answering)
         picked = gr.State("")  # an example's text goes straight to the answer, not through the box
         chatbot.example_select(example_text, None, [picked], **quiet).then(
-            ask, [picked, *settings], outputs, concurrency_limit=CONCURRENCY, show_progress="hidden",
-            api_visibility="private")
+            ask, [picked, *settings], outputs, api_visibility="private", **answering)
         # A question's link (?q=..., under each question) asks it as the page opens.
         linked = gr.State("")
         app.load(open_link, None, [linked, framework, collection], **quiet).then(
-            ask_linked, [linked, *settings], outputs, concurrency_limit=CONCURRENCY, show_progress="hidden",
-            api_visibility="private")
+            ask_linked, [linked, *settings], outputs, api_visibility="private", **answering)
         chatbot.clear(new_session, None, [session], queue=False, api_visibility="private")
         chatbot.like(vote, [session], [session, status, comment_row], queue=False, api_visibility="private")
         comment_box.submit(comment, [session, comment_box], [session, status, comment_box], queue=False,
                            api_visibility="private")
         comment_btn.click(comment, [session, comment_box], [session, status, comment_box], queue=False,
                           api_visibility="private")
-    app.queue(default_concurrency_limit=CONCURRENCY)
+    app.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return app
 
 
@@ -596,9 +829,40 @@ def _warm_up(helper) -> None:
         pass
 
 
-def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_db=None) -> tuple[gr.Blocks, str]:
+def is_loopback(host: str, port: int | None = None) -> bool:
+    """Whether binding `host` keeps the server on this machine; ConfigError when it does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as err:
+        raise ConfigError(f"--host {host!r} cannot be resolved ({getattr(err, 'strerror', None) or err}): pass an "
+                          "address such as 127.0.0.1 (this machine only) or 0.0.0.0 (every interface).") from None
+    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def exposure_warning(host: str, port: int, llm: Sequence | None, feedback_path: Path,
+                     writes_per_minute: int) -> str:
+    """What `serve` prints when it binds beyond loopback: who can reach it, and what they can use."""
+    lines = [f"Warning: serving on {host}:{port}, reachable from other machines, with no authentication: anyone "
+             "who reaches this port can ask questions, have the LLM below answer, and vote."]
+    endpoints = llm_endpoints(llm)
+    for name, one in endpoints.items():
+        key = (f"the key in ${one.api_key_env}" if os.environ.get(one.api_key_env)
+               else f"no key (${one.api_key_env} is unset)")
+        lines.append(f"  LLM: visitors may have {name!r} at {one.base_url} write answers; {key} goes there only.")
+    if not endpoints:
+        lines.append("  LLM: off (`rlhelper serve --llm --llm-base-url URL --llm-model NAME` offers one).")
+    lines.append(f"  Feedback: votes and comments are stored in {feedback_path} "
+                 f"(at most {writes_per_minute} writes a minute per visitor).")
+    lines.append("  Put it behind a reverse proxy with authentication: README, \"Serving beyond this machine\".")
+    return "\n".join(lines)
+
+
+def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_db=None, llm: Sequence | None = None,
+          time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None) -> tuple[gr.Blocks, str]:
     """Launch in a background thread; returns (app, local URL). `app.close()` stops it."""
-    app = build_app(helper, feedback_db=feedback_db)
+    is_loopback(host, port)  # an unresolvable host says so, not Gradio's "Cannot find empty port"
+    app = build_app(helper, feedback_db=feedback_db, llm=llm, time_budget=time_budget,
+                    writes_per_minute=writes_per_minute)
     _warm_up(helper)
     try:
         # quiet: Gradio's own banner suggests share=True, a public link this app never makes.
@@ -608,11 +872,18 @@ def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_
     return app, app.local_url.rstrip("/")
 
 
-def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None) -> None:
-    """Serve the chat until interrupted (`rlhelper serve`)."""
+def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None, llm: Sequence | None = None,
+          time_budget: float = TIME_BUDGET) -> None:
+    """Serve the chat until interrupted (`rlhelper serve`). `llm`: the LLMSettings visitors may use."""
     from .api import Helper
+    from .feedback import WRITES_PER_MINUTE
 
+    loopback = is_loopback(host, port)
     helper = Helper.load(index)
-    app, url = start(helper, host, port, feedback_db=feedback_db)
-    print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries; Ctrl+C stops it)", flush=True)
+    app, url = start(helper, host, port, feedback_db=feedback_db, llm=llm, time_budget=time_budget)
+    if not loopback:
+        print(exposure_warning(host, port, llm, FeedbackStore(feedback_db).path, WRITES_PER_MINUTE),
+              file=sys.stderr, flush=True)
+    llm_note = f"; LLM answers by {', '.join(map(repr, llm_endpoints(llm)))}" if llm else ""
+    print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries{llm_note}; Ctrl+C stops it)", flush=True)
     app.block_thread()
