@@ -107,3 +107,68 @@ def test_votes_become_eval_items_and_thumbs_down_is_left_out(tmp_path):
         "feedback-1", "feedback-2", "feedback-4"]
     again, _ = feedback.eval_items(store.rows(), places.get, lambda q: False)
     assert [i["split"] for i in again] == [i["split"] for i in items]  # the split is fixed, not random
+
+
+# -- bounded writes (issue 17, point 8 of the attack report) ------------------------------------------
+
+
+def test_the_file_and_a_folder_it_creates_are_the_users_alone(tmp_path):
+    store = FeedbackStore(tmp_path / "new" / "deeper" / "f.sqlite3")
+    store.record("a path /home/me/run.sh", "a", [], 1)
+    assert store.path.stat().st_mode & 0o777 == 0o600
+    assert store.path.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_world_readable_file_from_an_older_version_is_tightened(tmp_path):
+    path = tmp_path / "f.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    path.chmod(0o644)
+    FeedbackStore(path).record("q", "a", [], 1)
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_comment_over_the_limit_is_refused_not_cut(tmp_path):
+    store = FeedbackStore(tmp_path / "f.sqlite3")
+    row = store.record("q", "a", [], 1)
+    store.set_comment(row, "y" * feedback.MAX_COMMENT_CHARS)
+    with pytest.raises(feedback.FeedbackRefused, match="6,000 characters long and the limit is 2,000"):
+        store.set_comment(row, "z" * 6_000)
+    with pytest.raises(feedback.FeedbackRefused):
+        store.record("q", "a", [], 1, comment="z" * 6_000)
+    assert [r["comment"] for r in store.rows()] == ["y" * feedback.MAX_COMMENT_CHARS]
+
+
+def test_a_full_store_refuses_new_votes_and_says_how_to_make_room(tmp_path):
+    store = FeedbackStore(tmp_path / "f.sqlite3", max_bytes=64 * 1024)
+    with pytest.raises(feedback.FeedbackRefused, match="is full .* `rlhelper feedback export"):
+        for _ in range(100):
+            store.record("q" * 5_000, "a" * 5_000, [], 1)
+    kept = len(store.rows())
+    assert 0 < kept < 100 and store.path.stat().st_size < 64 * 1024 + 20_000
+    store.change_vote(store.rows()[0]["id"], -1)  # changing a vote adds nothing: still allowed
+
+
+def test_write_limiter_bounds_each_client_per_minute():
+    now = [1000.0]
+    limiter = feedback.WriteLimiter(3, clock=lambda: now[0])
+    assert [limiter.allow("session:a", "host:1") for _ in range(4)] == [True, True, True, False]
+    assert limiter.allow("session:b", "host:2")  # another client
+    assert not limiter.allow("session:c", "host:1")  # a new session from the same address
+    now[0] += 61
+    assert limiter.allow("session:a", "host:1")  # a minute later
+
+
+def test_write_limiter_is_thread_safe():
+    limiter = feedback.WriteLimiter(50)
+    allowed = []
+
+    def burst():
+        allowed.extend(limiter.allow("session:x") for _ in range(40))
+
+    threads = [threading.Thread(target=burst) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(allowed) == 50

@@ -332,6 +332,51 @@ def test_votes_on_non_answers_and_comments_without_votes(helper, tmp_path):
     assert store.rows() == []
 
 
+@pytest.mark.parametrize("index, liked", [("1", True), ([1, 0, 0], True), (True, True), (-1, True), (1.0, True),
+                                          (1, "maybe"), (1, 3), (1, ["Like"])])
+def test_a_vote_the_page_cannot_send_is_refused_with_its_reason(helper, tmp_path, index, liked):
+    store = FeedbackStore(tmp_path / "feedback.sqlite3")
+    _, session = run(helper, WEIGHT_SYNC)
+    with pytest.raises(web.RequestError, match="position in the chat|a vote is 'Like'"):
+        web.record_vote(store, session, index, liked)
+    assert store.rows() == []
+
+
+def test_votes_and_comments_past_the_clients_limit_are_not_stored(helper, tmp_path):
+    store = FeedbackStore(tmp_path / "feedback.sqlite3")
+    _, session = run(helper, WEIGHT_SYNC)
+    assert web.record_vote(store, session, 1, "Like", allowed=lambda: False)[1] == web.TOO_MANY
+    assert store.rows() == []
+    web.record_vote(store, session, 1, "Like")
+    assert web.add_comment(store, session, "fine", allowed=lambda: False)[1] == web.TOO_MANY
+    status = web.add_comment(store, session, "x" * 6_000)[1]
+    assert status.startswith("Not saved: The comment is 6,000 characters long and the limit is 2,000")
+    assert [r["comment"] for r in store.rows()] == [None]
+    with pytest.raises(web.RequestError):
+        web.add_comment(store, session, {"text": "x"})
+
+
+def test_checked_ask_refuses_what_the_page_cannot_send(helper):
+    settings = LLMSettings(base_url="http://127.0.0.1:30000/v1", model="m")
+    endpoints = web.llm_endpoints([settings])
+    assert web.checked_ask(helper, endpoints, "q", [], "", "", "m")[-1] is settings
+    assert web.checked_ask(helper, endpoints, "q", None, None, None, None) == ("q", None, "", "", None)
+    for args, reason in [
+        (("q", [], "", "", "http://evil.example/v1"), "no LLM named"),
+        ((123, [], "", "", ""), "message must be text"),
+        (("q", "history", "", "", ""), "list of messages"),
+        (("q", [], "nope", "", ""), "unknown framework 'nope'"),
+        (("q", [], "", "nope", ""), "unknown collection 'nope'"),
+        (("x" * (web.MAX_MESSAGE_CHARS + 1), [], "", "", ""), "the limit is"),
+    ]:
+        with pytest.raises(web.RequestError, match=reason):
+            web.checked_ask(helper, endpoints, *args)
+    with pytest.raises(web.RequestError, match="offers no LLM answers"):
+        web.checked_ask(helper, {}, "q", [], "", "", "m")
+    two = web.llm_endpoints([settings, LLMSettings(base_url="http://10.0.0.2:8000/v1", model="m")])
+    assert list(two) == ["m", "m (10.0.0.2:8000)"]
+
+
 # -- the LLM hook ---------------------------------------------------------------------------------
 
 
