@@ -288,6 +288,34 @@ def test_hostile_query_is_escaped(helper):
     assert link.startswith('<a href="?q=%3Cimg+src%3Dx+onerror%3Dalert%281%29%3E+weight+sync"')  # encoded
 
 
+def test_a_cited_heading_is_shown_literally_not_as_markdown(tmp_path):
+    """A heading is document text: `*7*` in it (escaped in Markdown, plain in rst) stays `*7*` in the
+    answer's heading and trail, as it does in the sources list, instead of turning into emphasis."""
+    from rlhelper.ingest import ingest
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "quasar.md").write_text(
+        "# Quasar troubleshooting\n\n## Quasar \\*7\\* {{7\\*7}} ${7\\*7} template error\n\n"
+        "Symptom: the quasar reward server prints `QuasarError: template 7*7` and the rollout stalls.\n\n"
+        "Fix: set `quasar.escape_templates=true` and restart the rollout workers.\n", encoding="utf-8")
+    (docs / "nebula.rst").write_text(
+        "Nebula troubleshooting\n======================\n\nNebula {{6*6}} ${6*6} render error\n"
+        "----------------------------------\n\nThe nebula reward server prints ``NebulaError: render 6*6`` "
+        "and the rollout hangs; set ``nebula.raw=true``.\n", encoding="utf-8")
+    ingest([docs], collection="quasar", index=tmp_path / "idx")
+    helper = Helper.load(index=tmp_path / "idx")
+    for query, heading in [("QuasarError template 7*7 rollout stalls", "Quasar *7* {{7*7}} ${7*7} template error"),
+                           ("NebulaError render 6*6 rollout hangs", "Nebula {{6*6}} ${6*6} render error")]:
+        answer = helper.ask(query, k=web.TOP_K)
+        assert answer.citations[0].heading == heading  # what the parser kept
+        html = final_html(run(helper, query)[0])
+        assert f"<h5>{heading} <sup" in html  # the answer's heading
+        assert re.search(r"<p><em>[^<]*› " + re.escape(heading) + "</em></p>", html)  # its trail
+        body = html.split('class="rl-sources"')[0]  # the whole entry below renders the doc's own markup
+        assert "<em>7</em>" not in body and "<em>6</em>" not in body
+
+
 # -- votes --------------------------------------------------------------------------------------
 
 

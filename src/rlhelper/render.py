@@ -517,10 +517,35 @@ def _entries_of(answer: Answer, fallback: Callable[[str], Entry | None] | None) 
     return entry_for
 
 
+def _literal_headings(citations: list[Citation], refs: dict[int, str | None]) -> dict[str, str]:
+    """Each citation's heading and trail lines, as answer.render_markdown writes them, to HTML that
+    shows their text literally: a heading is document text, not Markdown (`Quasar {{7*7}} ${7*7}`
+    lost its asterisks to emphasis)."""
+    literal = {}
+    for c in citations:
+        ref = inline(f"[{c.number}]", refs)
+        for lead in ("", "Also relevant: "):
+            literal[f"### {lead}{c.heading} [{c.number}]"] = f"<h5>{esc(lead + c.heading)} {ref}</h5>"
+        trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
+        literal[f"_{trail}_"] = f"<p><em>{esc(trail)}</em></p>"
+    return literal
+
+
 def body_html(markdown: str, citations: list[Citation]) -> str:
     """The answer text with its [n] markers as links to the cited sections."""
     refs = {c.number: c.url for c in citations}
-    return f'<div class="rl-body">{markdown_html(markdown, refs)}</div>'
+    literal = _literal_headings(citations, refs)
+    out: list[str] = []
+    chunk: list[str] = []
+    for line in (markdown or "").replace("\r\n", "\n").split("\n"):
+        shown = literal.get(line.rstrip())
+        if shown is None:
+            chunk.append(line)
+            continue
+        out += [markdown_html("\n".join(chunk), refs) if chunk else "", shown]
+        chunk = []
+    out.append(markdown_html("\n".join(chunk), refs) if chunk else "")
+    return f'<div class="rl-body">{"".join(out)}</div>'
 
 
 def searched_html(answer: Answer) -> str:
