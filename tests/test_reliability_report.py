@@ -20,9 +20,14 @@ def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem
     table = run.stdout.splitlines()
     assert table[0].split() == ["trial", "tried", "held", "figures"] and table[-1] == "all held"
     rows = {line.split()[0]: line for line in table[1:-1]}
-    assert set(rows) == {"kills", "queries", "fuzz", "load"}
+    assert set(rows) == {"kills", "queries", "fuzz", "load", "ssrf", "votes", "comment", "flood", "slow"}
     assert " 1/1 " in rows["kills"] and " 5/5 " in rows["queries"] and " 22/22 " in rows["fuzz"]
     assert "p99" in rows["load"] and "4 clients × 2 s" in rows["load"]
+    # The web attacks of issue 17, each one line.
+    assert "0 requests reached that URL, the key left 0 times" in rows["ssrf"]
+    assert "answered HTTP 400 with a reason" in rows["votes"] and "nothing stored" in rows["comment"]
+    assert "(limit 20 a minute)" in rows["flood"] and "mode 600" in rows["flood"]
+    assert "the slow one was cut after" in rows["slow"]
     assert sorted(p.name for p in index.parent.iterdir()) == before  # only a copy was tried
 
 

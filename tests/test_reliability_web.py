@@ -143,3 +143,15 @@ def test_fifty_clients_for_a_fixed_time_get_no_errors(server):
     assert result["clients"] == LOAD_CLIENTS and result["requests"] >= LOAD_CLIENTS
     assert result["p50_s"] <= result["p95_s"] <= result["p99_s"] <= result["max_s"]
     assert result["wall_s"] >= LOAD_SECONDS
+
+
+# -- the attacks of issue 17, as `rlhelper bench reliability` runs them ------------------------------------
+
+
+def test_the_web_attack_trials_all_hold(seeds_index, tmp_path):
+    from rlhelper import webtrials
+
+    done = {t.name: t for t in webtrials.web_trials(Helper.load(index=seeds_index), tmp_path / "web")}
+    assert list(done) == ["ssrf", "votes", "comment", "flood", "slow"]
+    assert all(t.held for t in done.values()), [t for t in done.values() if not t.held]
+    assert done["ssrf"].figures == "5/5 refused; 0 requests reached that URL, the key left 0 times"

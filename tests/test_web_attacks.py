@@ -3,8 +3,8 @@
 Two OpenAI-compatible stubs listen on 127.0.0.1: the operator's configured endpoint and an
 "attacker" one that a visitor would like the server to call with the operator's key. Requests go
 through Gradio's public API (`/gradio_api/call/ask`, the Gradio client) and through the raw routes
-the page itself uses (`queue/join` and `run/predict` with a handler's fn_index), which reach the
-handlers Gradio hides from its API docs.
+the page itself uses (`queue/join` and `run/predict` with a handler's fn_index, spoken by
+rlhelper.webtrials), which reach the handlers Gradio hides from its API docs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 from rlhelper import loadtest, web
 from rlhelper.api import Helper
 from rlhelper.llm import LLMSettings
+from rlhelper.webtrials import call_api, dependencies, direct_call, queue_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -73,49 +74,6 @@ def plain_server(seeds_index, stubs, env_with_key, tmp_path_factory):
                          writes_per_minute=5)
     yield url, db
     app.close()
-
-
-# -- Gradio's wire protocol, as the page speaks it ----------------------------------------------------
-
-
-def call_api(url: str, data: list) -> tuple[str, str]:
-    """POST /gradio_api/call/ask then read its events: (last event name, its data)."""
-    with httpx.Client(timeout=60, trust_env=False) as client:
-        event_id = client.post(f"{url}/gradio_api/call/ask", json={"data": data}).json()["event_id"]
-        text = client.get(f"{url}/gradio_api/call/ask/{event_id}").text
-    events = [line[len("event:"):].strip() for line in text.splitlines() if line.startswith("event:")]
-    data_lines = [line[len("data:"):].strip() for line in text.splitlines() if line.startswith("data:")]
-    return events[-1], data_lines[-1]
-
-
-def dependencies(url: str) -> dict[str, dict]:
-    """The page's events by handler name (ask, ask_1, vote, ...), from /config."""
-    config = httpx.get(f"{url}/config", timeout=30, trust_env=False).json()
-    return {dep["api_name"]: dep for dep in config["dependencies"] if dep.get("backend_fn")}
-
-
-def queue_call(url: str, dep: dict, data: list, session: str) -> dict:
-    """One queued event as the browser sends it (queue/join, then the session's event stream):
-    the final message, {"success": ..., "output": ...}."""
-    with httpx.Client(timeout=60, trust_env=False) as client:
-        joined = client.post(f"{url}/gradio_api/queue/join", json={
-            "data": data, "fn_index": dep["id"], "session_hash": session, "event_data": None,
-            "trigger_id": dep["targets"][0][0]})
-        assert joined.status_code == 200, joined.text
-        with client.stream("GET", f"{url}/gradio_api/queue/data", params={"session_hash": session}) as stream:
-            for line in stream.iter_lines():
-                if line.startswith("data:"):
-                    message = json.loads(line[len("data:"):])
-                    if message.get("msg") == "process_completed":
-                        return message
-    raise AssertionError("the event never completed")
-
-
-def direct_call(url: str, dep: dict, data: list, session: str, event_data=None) -> httpx.Response:
-    """One unqueued event (votes, comments) as the browser sends it: POST run/predict with its fn_index."""
-    return httpx.post(f"{url}/gradio_api/run/predict", timeout=30, trust_env=False, json={
-        "data": data, "fn_index": dep["id"], "session_hash": session, "event_data": event_data,
-        "trigger_id": dep["targets"][0][0]})
 
 
 def assert_nothing_reached(attacker: OpenAIStub) -> None:

@@ -2,8 +2,9 @@
 queue that keeps serving, on a real server on 127.0.0.1.
 
 The pathological request is a question whose search burns CPU in pure Python for up to a minute
-(as the 50 MB section of the issue did in rendering): `SlowHelper` wraps the real seeds helper and
-spins on one marker word, so the test does not depend on how fast a giant document renders today.
+(as the 50 MB section of the issue did in rendering): webtrials.SpinningHelper wraps the real seeds
+helper and spins on one marker word, so the test does not depend on how fast a giant document
+renders today.
 """
 
 from __future__ import annotations
@@ -18,36 +19,18 @@ import pytest
 from rlhelper import loadtest, web
 from rlhelper.api import Helper
 from rlhelper.llm import LLMSettings
+from rlhelper.webtrials import MARKER, SpinningHelper, call_api
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
-from test_web_attacks import call_api  # noqa: E402
 
-MARKER = "QuasarPathological"
 QUESTION = "Weight sync timed out between the trainer and SGLang"
 BUDGET = 3.0
 
 
-class SlowHelper:
-    """The real helper, except that a question naming MARKER spins the CPU for `spin` seconds first."""
-
-    def __init__(self, helper: Helper, spin: float = 60.0):
-        self._helper, self.spin, self.stop = helper, spin, threading.Event()
-
-    def __getattr__(self, name):
-        return getattr(self._helper, name)
-
-    def ask(self, query, *args, **kwargs):
-        if MARKER in query:
-            end = time.monotonic() + self.spin
-            while time.monotonic() < end and not self.stop.is_set():
-                sum(i * i for i in range(20_000))  # pure Python: holds the GIL like real parsing would
-        return self._helper.ask(query, *args, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def slow(seeds_index):
-    helper = SlowHelper(Helper.load(index=seeds_index))
+    helper = SpinningHelper(Helper.load(index=seeds_index))
     yield helper
     helper.stop.set()
 

@@ -20,6 +20,9 @@ Everything happens in a temporary folder: the index named is only copied.
                 exception; CPU time per input
     load        `clients` concurrent clients for `seconds` against the web app on 127.0.0.1:
                 errors and response-time percentiles
+    web         attacks on the web app on 127.0.0.1 (webtrials.py): a visitor's own LLM URL
+                (SSRF and key leak) refused, hand-made votes answered 400, an oversized comment
+                refused, a vote flood bounded, a slow question cut while a normal one is answered
 
 The work is done by trials.py (one function per trial, returning observations);
 this module only counts what held and lays out the table.
@@ -134,6 +137,14 @@ def _load(copy: Path, work: Path, clients: int, seconds: float) -> Row:
                result["requests"], figures, result["error_samples"])
 
 
+def _web(copy: Path, work: Path) -> list[Row]:
+    from . import webtrials
+    from .api import Helper
+
+    return [Row(t.name, t.tried, int(t.held), 1, t.figures, [] if t.held else [t.figures])
+            for t in webtrials.web_trials(Helper.load(copy), work / "web")]
+
+
 def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: int = 200, clients: int = 50,
                     seconds: float = 60.0, seed: int = 0, skip: Sequence[str] = (),
                     say: Callable[[str], None] | None = None) -> list[Row]:
@@ -158,15 +169,16 @@ def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: i
             "queries": lambda: _queries(copy, env),
             "fuzz": lambda: _fuzz(fuzz, seed) if fuzz > 0 else None,
             "load": lambda: _load(copy, work, clients, seconds) if seconds > 0 else None,
+            "web": lambda: _web(copy, work),
         }
         for name, step in steps.items():
             if name in skip:
                 continue
             say(f"reliability: {name}...")
-            row = step()
-            if row is not None:
+            done = step()
+            for row in done if isinstance(done, list) else [done] if done is not None else []:
                 rows.append(row)
-                say(f"reliability: {name}: {row.held}/{row.total} held")
+                say(f"reliability: {row.trial}: {row.held}/{row.total} held")
     return rows
 
 
