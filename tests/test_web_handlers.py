@@ -248,6 +248,19 @@ def test_one_megabyte_query_is_answered_with_a_notice(helper):
     assert 'class="rl-notices"' in answer
 
 
+def test_an_answer_too_big_to_send_drops_whole_entries_then_says_so(helper, monkeypatch):
+    full = final_html(run(helper, WEIGHT_SYNC)[0])
+    assert "Show the whole entry" in full
+    monkeypatch.setattr(web, "MAX_HTML_CHARS", len(full) - 1)  # too big with the whole entries
+    steps = run(helper, WEIGHT_SYNC)[0]
+    html = final_html(steps)
+    assert "Show the whole entry" not in html and 'class="rl-sources"' in html
+    assert all(len(s[-1]["content"]) <= len(full) - 1 for s in steps)
+    monkeypatch.setattr(web, "MAX_HTML_CHARS", 200)  # too big even without them
+    html = final_html(run(helper, WEIGHT_SYNC)[0])
+    assert "This answer is too large to show" in html and "rlhelper ask" in html
+
+
 def test_binary_query_is_refused_with_the_library_message(helper):
     steps, _ = run(helper, "\x00\x01\x02\x03" * 50)
     assert 'class="rl-error"' in final_html(steps) and "Traceback" not in final_html(steps)

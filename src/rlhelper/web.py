@@ -204,8 +204,8 @@ def cut_html(budget: float) -> str:
 def _bounded_html(answer: Answer, deadline: float, entry_for) -> str:
     """The final answer's HTML, made in time; without whole entries when it would be too big to send."""
     html = within(deadline, render.answer_html, answer, entry_for=entry_for)
-    if len(html) > MAX_HTML_CHARS and entry_for is not None:
-        html = within(deadline, render.answer_html, answer, entry_for=None)
+    if len(html) > MAX_HTML_CHARS:  # the sources without their whole entries, no related ones
+        html = within(deadline, render.answer_html, dataclasses.replace(answer, hits=[]), entry_for=None)
     if len(html) > MAX_HTML_CHARS:
         html = render.error_html(f"This answer is too large to show ({len(html) / 1e6:.1f} MB of HTML). "
                                  "Ask `rlhelper ask` in a terminal, or narrow the question.")
@@ -269,8 +269,10 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
             *answer.notices, "No entry matched, so the LLM was not asked: it would have nothing to ground an answer in."])
     try:
         for partial in within(deadline, lambda: list(_streamed_bodies(answer))):
-            history[-1] = _message("assistant", within(deadline, render.answer_html, answer, text=partial,
-                                                       final=False))
+            html = within(deadline, render.answer_html, answer, text=partial, final=False)
+            if len(html) > MAX_HTML_CHARS:  # too big to send for a moment's view: the final one comes
+                break
+            history[-1] = _message("assistant", html)
             yield history, session
             time.sleep(STREAM_PAUSE)
 
