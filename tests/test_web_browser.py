@@ -283,3 +283,54 @@ def test_hostile_document_is_shown_as_text_and_never_runs(page, hostile_url):
             + ' #rl-chat a[href^="data"]').length"""
     )
     assert injected == 0
+
+
+# -- the LLM choice belongs to the operator (issue 17) ------------------------------------------------
+
+
+def test_the_page_offers_no_llm_unless_the_operator_configured_one(page, seeds_url):
+    page.goto(seeds_url)
+    page.locator("#rl-input textarea").wait_for()
+    assert page.locator("#rl-llm").count() == 0 or not page.locator("#rl-llm").is_visible()
+    assert page.get_by_text("Write the answer with").count() == 0
+    assert page.locator("input[placeholder*='http']").count() == 0  # no URL box, anywhere
+
+
+def test_a_visitor_picks_the_configured_llm_by_name_and_never_types_a_url(page, seeds_index, tmp_path,
+                                                                          monkeypatch):
+    pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from openai_stub import OpenAIStub, Reply
+
+    from rlhelper.llm import LLMSettings
+
+    monkeypatch.setenv("RLHELPER_TEST_BROWSER_KEY", "sk-browser-secret")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    with OpenAIStub(Reply("Raise `weight_sync_timeout` in the generator config [1].")) as stub:
+        app, url = web.start(Helper.load(index=seeds_index), port=loadtest.free_port(),
+                             feedback_db=tmp_path / "f.sqlite3",
+                             llm=[LLMSettings(base_url=stub.url, model="stub-model",
+                                              api_key_env="RLHELPER_TEST_BROWSER_KEY")])
+        try:
+            page.goto(url)
+            page.locator("#rl-llm").get_by_text("Write the answer with an LLM").click()
+            assert page.locator("input[placeholder*='http']").count() == 0
+            assert stub.url not in page.content()  # the endpoint is not shown to visitors
+            page.locator("#rl-use-llm").get_by_text("stub-model").click()
+            ask(page, QUESTION)
+            page.locator(".rl-answer").get_by_text("Written by the LLM").first.wait_for()
+        finally:
+            app.close()
+    assert len(stub.requests) == 1 and stub.headers[0]["authorization"] == "Bearer sk-browser-secret"
+    assert page.dialogs == []
+
+
+def test_a_comment_box_stops_at_the_limit(page, seeds_url):
+    page.goto(seeds_url)
+    ask(page, QUESTION)
+    page.locator("#rl-chat button[aria-label='Like']").last.click()
+    box = page.locator("#rl-comment textarea")
+    box.fill("x" * 3_000)
+    assert len(box.input_value()) == 2_000
