@@ -59,7 +59,11 @@ COLUMNS = ("id", "time", "query", "answer", "cited_entry_ids", "vote", "comment"
 
 
 class FeedbackRefused(RlhelperError):
-    """A vote or comment that is not stored: too long, too many, or the store is full."""
+    """A vote or comment that is not stored (a comment too long, ...)."""
+
+
+class FeedbackFull(FeedbackRefused):
+    """The feedback file reached its size limit: nothing new is stored until it is moved aside."""
 
 
 def default_path() -> Path:
@@ -100,7 +104,7 @@ class FeedbackStore:
         except OSError:
             return
         if size >= self.max_bytes:
-            raise FeedbackRefused(
+            raise FeedbackFull(
                 f"the feedback store {self.path} is full ({size / 2**20:.0f} MB): export it with "
                 "`rlhelper feedback export -o FILE`, then move the file aside to start a new one")
 

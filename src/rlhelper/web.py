@@ -56,7 +56,7 @@ from starlette.middleware import Middleware  # noqa: E402
 from . import render  # noqa: E402
 from .answer import FRAMEWORK_NAMES, render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
-from .feedback import MAX_COMMENT_CHARS, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
+from .feedback import MAX_COMMENT_CHARS, FeedbackFull, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
 from .schema import Answer  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -403,7 +403,7 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
             turn["row"] = store.record(turn["query"], turn["answer"], turn["entry_ids"], vote)
         else:
             store.change_vote(turn["row"], vote)
-    except FeedbackRefused as err:
+    except FeedbackFull as err:
         log.warning("vote not stored: %s", err)
         return session, "Votes are not being recorded right now (the server's feedback store is full). Sorry."
     session["last_vote"] = position
@@ -428,11 +428,11 @@ def add_comment(store: FeedbackStore, session: dict | None, comment: str,
         return session, TOO_MANY
     try:
         store.set_comment(turn["row"], comment)
-    except FeedbackRefused as err:
+    except FeedbackFull as err:
+        log.warning("comment not stored: %s", err)
+        return session, "Comments are not being recorded right now (the server's feedback store is full). Sorry."
+    except FeedbackRefused as err:  # too long: said to the writer, who can shorten it
         text = str(err)
-        if "is full" in text:
-            log.warning("comment not stored: %s", err)
-            return session, "Comments are not being recorded right now (the server's feedback store is full). Sorry."
         return session, f"Not saved: {text[0].upper()}{text[1:]}."
     return session, "Comment saved with your vote. Thank you."
 
