@@ -409,6 +409,7 @@ def test_checked_ask_refuses_what_the_page_cannot_send(helper):
         (("q", [], "nope", "", ""), "unknown framework 'nope'"),
         (("q", [], "", "nope", ""), "unknown collection 'nope'"),
         (("x" * (web.MAX_MESSAGE_CHARS + 1), [], "", "", ""), "the limit is"),
+        (("q", [{"role": "user", "content": "x"}] * (web.MAX_HISTORY + 1), "", "", ""), "start a new chat"),
     ]:
         with pytest.raises(web.RequestError, match=reason):
             web.checked_ask(helper, endpoints, *args)

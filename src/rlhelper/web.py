@@ -67,6 +67,7 @@ CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
 QUEUE_SIZE = 128  # requests waiting for a worker; beyond it Gradio answers "the queue is full"
 TIME_BUDGET = 60.0  # seconds one answer may take (an LLM-written one included) before it is cut
 MAX_MESSAGE_CHARS = 2_000_000  # a pasted log beyond this is refused (the search reads its tail anyway)
+MAX_HISTORY = 2_000  # messages in the chat a question is sent with (1,000 questions)
 MAX_HTML_CHARS = 2_000_000  # one chat message sent to the browser; a bigger one is shown without whole entries
 NO_LLM = ""  # the LLM choice that quotes the docs only
 LINK_MAX_CHARS = 2000  # a longer message (a whole log) is linked by the error lines it was searched by
@@ -148,6 +149,9 @@ def checked_ask(helper, endpoints: dict, message, history, framework, collection
     message = _text_arg(message, "the message", MAX_MESSAGE_CHARS)
     if history is not None and not isinstance(history, list):
         raise RequestError("the chat history must be a list of messages")
+    if history and len(history) > MAX_HISTORY:
+        raise RequestError(f"the chat holds {len(history):,} messages; the limit is {MAX_HISTORY:,}: "
+                           "start a new chat (the bin icon)")
     filters = []
     for value, allowed, what in ((framework, helper.frameworks, "framework"),
                                  (collection, helper.collections, "collection")):
