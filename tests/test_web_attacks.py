@@ -175,3 +175,42 @@ def test_votes_and_comments_through_the_page_protocol_are_checked_and_bounded(pl
             for i in range(10)]
     assert sum("Too many votes" in s for s in said) >= 5
     assert oct(db.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_a_configured_endpoint_that_redirects_elsewhere_does_not_carry_the_key_there(seeds_index, stubs,
+                                                                                    env_with_key):
+    """The key goes to the configured endpoint only, even when that endpoint answers with a redirect
+    to another host (httpx drops Authorization across origins; this keeps it so)."""
+    pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    _, attacker = stubs
+    target = attacker.url.replace("127.0.0.1", "localhost")  # another origin, same stub
+
+    class Redirect(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(307)
+            self.send_header("Location", f"{target}/chat/completions")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    before = len(attacker.headers)
+    try:
+        settings = LLMSettings(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="stub-model",
+                               api_key_env=KEY_ENV)
+        steps = list(web.respond(Helper.load(index=seeds_index), QUESTION, [], llm=settings, budget=30))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'class="rl-sources"' in steps[-1][0][-1]["content"]
+    print(f"\nredirected requests that reached the other origin: {len(attacker.headers) - before}, "
+          f"with the key: {sum(KEY in json.dumps(h) for h in attacker.headers[before:])}")
+    assert all(KEY not in json.dumps(h) for h in attacker.headers[before:])
+    del attacker.requests[before:], attacker.headers[before:]  # the other tests expect it untouched
