@@ -68,6 +68,12 @@ CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese coun
 CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
 SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 MAX_QUERY_BYTES = 1_000_000
+# RRF weights of the question bank's rankings (questions.py): an entry ranked by its best question.
+QUESTION_LEXICAL_WEIGHT = 2.0
+QUESTION_DENSE_WEIGHT = 1.0
+# "max": the dense ranking scores an entry by the best of its own cosine and its questions';
+# "rrf": the questions' cosine ranking is a ranking of its own in the fusion.
+QUESTION_DENSE_MODE = "rrf"
 
 
 @dataclass
@@ -201,7 +207,7 @@ class Retriever:
 
         hits = [
             Hit(rank=r, score=s, entry=self.whole_section(i), lexical_rank=ranking.lexical_rank(i),
-                dense_rank=ranking.dense_rank(i))
+                dense_rank=ranking.dense_rank(i), matched_question=self.matched_question(ranking, i))
             for r, (i, s) in enumerate(ranking.fused[:k], start=1)
         ]
         signals = self.signals(normalized.text, ranking, allowed)
@@ -220,11 +226,58 @@ class Retriever:
         terms = QueryTerms.of(normalized, self.corrector)
         lex_ids = [] if mode == "dense" else self.lexical_ranking(terms, allowed, depth)
         dense_ids, dense_scores = ([], []) if mode == "lexical" else self.dense_ranking(text, allowed, depth)
-        fused = reciprocal_rank_fusion([lex_ids, dense_ids], k=RRF_K, weights=[LEXICAL_WEIGHT, 1.0])
+        asked = self.question_rankings(terms, text, allowed, depth, mode)
+        if QUESTION_DENSE_MODE == "max" and asked.dense:
+            dense_ids, dense_scores = self.best_of_entry_and_questions(text, dense_ids, dense_scores, asked, depth)
+            asked.dense = []
+        rankings = [lex_ids, dense_ids, asked.lexical, asked.dense]
+        weights = [LEXICAL_WEIGHT, 1.0, QUESTION_LEXICAL_WEIGHT, QUESTION_DENSE_WEIGHT]
+        fused = reciprocal_rank_fusion([r for r, w in zip(rankings, weights, strict=True) if w],
+                                       k=RRF_K, weights=[w for w in weights if w])
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
         fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
-        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores)
+        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked)
+
+    def question_rankings(self, terms: QueryTerms, text: str, allowed: np.ndarray, depth: int,
+                          mode: str) -> AskedAs:
+        """Entries ranked by their best question of the bank, by BM25 and by cosine."""
+        bank = self.index.questions
+        if bank is None or not len(bank):
+            return AskedAs()
+        asked = AskedAs()
+        if mode != "dense" and QUESTION_LEXICAL_WEIGHT and terms.tokens:
+            asked.lexical, asked.lexical_best = bank.lexical_ranking(terms.tokens, terms.extra, allowed, depth)
+        if mode != "lexical" and QUESTION_DENSE_WEIGHT:
+            asked.dense, asked.dense_best, asked.cosines = bank.dense_ranking(self.query_vector(text), allowed, depth)
+        return asked
+
+    def best_of_entry_and_questions(self, text: str, dense_ids: list[int], dense_scores: list[float],
+                                    asked: AskedAs, depth: int) -> tuple[list[int], list[float]]:
+        """Entries by the higher of their own cosine and their best question's."""
+        scores = dict(zip(dense_ids, dense_scores, strict=True))
+        qvec = self.query_vector(text)
+        for row, q in asked.dense_best.items():
+            own = scores.get(row)
+            if own is None:
+                own = float(np.dot(self.index.vector(row), qvec))
+            scores[row] = max(own, float(asked.cosines[q]))
+        ranked = sorted(scores.items(), key=lambda item: -item[1])[:depth]
+        return [r for r, _ in ranked], [s for _, s in ranked]
+
+    def matched_question(self, ranking: Ranking, row: int) -> str | None:
+        """The bank question through which `row` (or its twin) ranked where it did, when a question
+        placed it higher than the entry's own text did; None otherwise."""
+        asked = ranking.asked
+        for r in [row, *self._twin_rows(row)]:
+            entry_rank = min(ranking.lexical_rank(r) or math.inf, ranking.dense_rank(r) or math.inf)
+            found = [(rank, q) for ranks, best in ((asked.lexical, asked.lexical_best), (asked.dense, asked.dense_best))
+                     for rank, q in [(asked.rank_in(ranks, r), best.get(r))] if q is not None]
+            if found:
+                rank, q = min(found)
+                if rank < entry_rank:
+                    return self.index.questions.texts[q]
+        return None
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """Keep the best-scoring part of each section: a long section split into
@@ -338,6 +391,25 @@ def section_key(e: Entry) -> tuple:
 
 
 @dataclass
+class AskedAs:
+    """Entries as the question bank ranked them: by their best question's BM25 and cosine, the
+    question that did it per entry row, and every question's cosine with the query."""
+
+    lexical: list[int] = field(default_factory=list)
+    lexical_best: dict[int, int] = field(default_factory=dict)
+    dense: list[int] = field(default_factory=list)
+    dense_best: dict[int, int] = field(default_factory=dict)
+    cosines: np.ndarray | None = None
+
+    @staticmethod
+    def rank_in(ranked: list[int], row: int) -> float:
+        try:
+            return ranked.index(row) + 1
+        except ValueError:
+            return math.inf
+
+
+@dataclass
 class Ranking:
     """One query's candidate lists: fused (best first, one per section) and each retriever's."""
 
@@ -346,6 +418,7 @@ class Ranking:
     lex_ids: list[int]
     dense_ids: list[int]
     dense_scores: list[float]
+    asked: AskedAs = field(default_factory=AskedAs)
 
     def lexical_rank(self, row: int) -> int | None:
         return self._lexical_ranks.get(row)
