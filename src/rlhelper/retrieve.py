@@ -68,12 +68,10 @@ CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese coun
 CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
 SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 MAX_QUERY_BYTES = 1_000_000
-# RRF weights of the question bank's rankings (questions.py): an entry ranked by its best question.
+# The question bank (questions.py): entries ranked by their best question's BM25 are a third ranking
+# in the fusion, at this weight; the dense ranking scores an entry by the best cosine of its own text
+# and its questions (eval/README.md, "The question bank").
 QUESTION_LEXICAL_WEIGHT = 2.0
-QUESTION_DENSE_WEIGHT = 1.0
-# "max": the dense ranking scores an entry by the best of its own cosine and its questions';
-# "rrf": the questions' cosine ranking is a ranking of its own in the fusion.
-QUESTION_DENSE_MODE = "rrf"
 
 
 @dataclass
@@ -227,13 +225,12 @@ class Retriever:
         lex_ids = [] if mode == "dense" else self.lexical_ranking(terms, allowed, depth)
         dense_ids, dense_scores = ([], []) if mode == "lexical" else self.dense_ranking(text, allowed, depth)
         asked = self.question_rankings(terms, text, allowed, depth, mode)
-        if QUESTION_DENSE_MODE == "max" and asked.dense:
+        if asked.dense:
             dense_ids, dense_scores = self.best_of_entry_and_questions(text, dense_ids, dense_scores, asked, depth)
-            asked.dense = []
-        rankings = [lex_ids, dense_ids, asked.lexical, asked.dense]
-        weights = [LEXICAL_WEIGHT, 1.0, QUESTION_LEXICAL_WEIGHT, QUESTION_DENSE_WEIGHT]
-        fused = reciprocal_rank_fusion([r for r, w in zip(rankings, weights, strict=True) if w],
-                                       k=RRF_K, weights=[w for w in weights if w])
+        rankings, weights = [lex_ids, dense_ids], [LEXICAL_WEIGHT, 1.0]
+        if asked.lexical and QUESTION_LEXICAL_WEIGHT:
+            rankings, weights = [*rankings, asked.lexical], [*weights, QUESTION_LEXICAL_WEIGHT]
+        fused = reciprocal_rank_fusion(rankings, k=RRF_K, weights=weights)
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
         fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
@@ -248,7 +245,7 @@ class Retriever:
         asked = AskedAs()
         if mode != "dense" and QUESTION_LEXICAL_WEIGHT and terms.tokens:
             asked.lexical, asked.lexical_best = bank.lexical_ranking(terms.tokens, terms.extra, allowed, depth)
-        if mode != "lexical" and QUESTION_DENSE_WEIGHT:
+        if mode != "lexical":
             asked.dense, asked.dense_best, asked.cosines = bank.dense_ranking(self.query_vector(text), allowed, depth)
         return asked
 
@@ -261,7 +258,9 @@ class Retriever:
             own = scores.get(row)
             if own is None:
                 own = float(np.dot(self.index.vector(row), qvec))
-            scores[row] = max(own, float(asked.cosines[q]))
+            if float(asked.cosines[q]) > own:
+                scores[row] = float(asked.cosines[q])
+                asked.closer[row] = q
         ranked = sorted(scores.items(), key=lambda item: -item[1])[:depth]
         return [r for r, _ in ranked], [s for _, s in ranked]
 
@@ -270,13 +269,13 @@ class Retriever:
         placed it higher than the entry's own text did; None otherwise."""
         asked = ranking.asked
         for r in [row, *self._twin_rows(row)]:
-            entry_rank = min(ranking.lexical_rank(r) or math.inf, ranking.dense_rank(r) or math.inf)
-            found = [(rank, q) for ranks, best in ((asked.lexical, asked.lexical_best), (asked.dense, asked.dense_best))
-                     for rank, q in [(asked.rank_in(ranks, r), best.get(r))] if q is not None]
+            found = []
+            if r in asked.closer:  # a question nearer the query than the entry's text
+                found.append((ranking.dense_rank(r) or math.inf, asked.closer[r]))
+            if r in asked.lexical_best and asked.rank_in(asked.lexical, r) < (ranking.lexical_rank(r) or math.inf):
+                found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
             if found:
-                rank, q = min(found)
-                if rank < entry_rank:
-                    return self.index.questions.texts[q]
+                return self.index.questions.texts[min(found)[1]]
         return None
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -357,8 +356,9 @@ class Retriever:
         if len(dense_ids) < 2:
             dense_ids, dense_scores = self.dense_ranking(text, allowed, 2)
         cosine = dict(zip(dense_ids, dense_scores, strict=True)).get(row)
-        if cosine is None:  # surfaced by BM25 only: measure it directly
-            cosine = float(np.dot(self.index.vector(row), self.query_vector(text)))
+        if cosine is None:  # surfaced by BM25 only: measure it directly (its questions count, as in the ranking)
+            cosine = max(float(np.dot(self.index.vector(row), self.query_vector(text))),
+                         self.best_question_cosine(text, ranking, row))
         margin = dense_scores[0] - dense_scores[1] if len(dense_scores) > 1 else 0.0
 
         bm25 = self.index.bm25
@@ -384,6 +384,17 @@ class Retriever:
             heading_coverage=bm25.coverage(words, set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))),
         )
 
+    def best_question_cosine(self, text: str, ranking: Ranking, row: int) -> float:
+        """The highest cosine between the query and a bank question of `row`: -1 when it has none."""
+        bank = self.index.questions
+        if bank is None or not len(bank):
+            return -1.0
+        cosines = ranking.asked.cosines
+        if cosines is None:
+            cosines = bank.vectors @ self.query_vector(text)
+        best = bank.best_cosine(cosines, row)
+        return -1.0 if best is None else best
+
 
 def section_key(e: Entry) -> tuple:
     """What the parts of one section share."""
@@ -400,6 +411,7 @@ class AskedAs:
     dense: list[int] = field(default_factory=list)
     dense_best: dict[int, int] = field(default_factory=dict)
     cosines: np.ndarray | None = None
+    closer: dict[int, int] = field(default_factory=dict)  # row -> its question nearer the query than its text
 
     @staticmethod
     def rank_in(ranked: list[int], row: int) -> float:
