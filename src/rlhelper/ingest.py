@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config, embed, lexical, store, twins
+from . import config, embed, lexical, questions, store, twins
 from .entries import build_entries, merge_duplicates, read_document
 from .errors import (
     ConfigError,
@@ -88,6 +88,7 @@ class IngestReport:
     index: Path | None = None
     updated: int = 0  # documents parsed (new or changed)
     embedded: int = 0  # entries embedded in this run
+    embedded_questions: int = 0  # question-bank questions embedded in this run (the rest reused)
     dropped: list[str] = field(default_factory=list)  # "collection/doc" removed: their file is gone
     rebuilt: str | None = None  # why every entry was re-embedded, when it was
     written: bool = False  # False when nothing changed and the index was left as it was
@@ -286,6 +287,8 @@ def ingest(
             report.notes.append(report.rebuilt)
 
         docs = _plan(found, previous, same_space, settings, max_tokens, report)
+        bank = questions.read_bank(question_bank_dir())
+        bank_print = questions.fingerprint(bank.questions)
         if not any(d.entries for d in docs):
             report.notes.append(NOTHING_TO_INDEX)
             report.seconds = time.perf_counter() - started
@@ -294,7 +297,8 @@ def ingest(
             old_manifest is not None and same_space and not report.updated and not report.dropped
             and [(r["collection"], r["doc"], r["sha256"]) for r in old_manifest["documents"]]
             == [(d.record["collection"], d.record["doc"], d.record["sha256"]) for d in docs]
-            and old_manifest["faiss"]["type"] == kind and old_manifest.get("settings") == _index_settings(settings)
+            and old_manifest["faiss"]["type"] == kind
+            and old_manifest.get("settings") == _index_settings(settings, bank_print)
             and _still_loads(path, report)
         )
         if unchanged:
@@ -304,8 +308,11 @@ def ingest(
         else:
             vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
             previous = None  # its arrays are no longer needed: let them go before writing
-            _report(progress, report.embedded, report.embedded + 1, "writing index")
             contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
+            contents.settings = _index_settings(settings, bank_print)
+            contents.questions = _question_index(bank, contents.entries, emb, path if same_space else None,
+                                                 progress, report)
+            _report(progress, report.embedded, report.embedded + 1, "writing index")
             store.save_index(path, contents)
             report.entries = len(contents.entries)
             report.written = True
@@ -335,10 +342,50 @@ def _still_loads(path: Path, report: IngestReport) -> bool:
         return False
 
 
-def _index_settings(settings: dict) -> dict:
+def _index_settings(settings: dict, bank_print: str | None = None) -> dict:
     # How entries are linked across documents is in it: an index linked otherwise is relinked
-    # (reusing every vector) on the next ingest.
-    return {**{k: v for k, v in settings.items() if k not in ("embedder", "recipe")}, "twins": twins.VERSION}
+    # (reusing every vector) on the next ingest. So is the question bank's content: an edited
+    # bank is indexed again (only new questions are embedded).
+    kept = {k: v for k, v in settings.items() if k not in ("embedder", "recipe")}
+    return {**kept, "twins": twins.VERSION, **({"questions": bank_print} if bank_print else {})}
+
+
+def question_bank_dir() -> Path:
+    """The shipped question bank: `questions/` beside the collections (setting question_bank_dir)."""
+    return Path(config.setting("question_bank_dir", default=str(config.corpus_dir() / questions.BANK_FOLDER)))
+
+
+def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed.Embedder,
+                    previous_index: Path | None, progress: Progress | None,
+                    report: IngestReport) -> questions.QuestionIndex | None:
+    """The bank's questions keyed to `entries`, embedded (a question the previous index of the same
+    embedder holds keeps its vector); questions whose entry is gone are reported."""
+    attached = questions.attach(bank, entries)
+    held = {e.collection for e in entries}
+    bank.orphans = [o for o in bank.orphans if o[0] in held]  # another index's collections are not lost
+    report.notes += bank.notes()
+    if not attached:
+        return None
+    reuse: dict[str, np.ndarray] = {}
+    folder = store.live_folder(previous_index) if previous_index is not None else None
+    if folder is not None:
+        try:
+            old = questions.QuestionIndex.load(folder, lambda _id: 0)
+            reuse = old.reusable_vectors() if old is not None else {}
+        except IndexCorruptError:
+            reuse = {}
+    fresh = list(dict.fromkeys(q.text for _, q in attached if q.text not in reuse))
+    if fresh:
+        total = len(fresh)
+        _report(progress, 0, total, "embedding questions")
+        step = embed.BATCH_SIZE
+        for start in range(0, total, step):
+            batch = fresh[start:start + step]
+            reuse.update(zip(batch, emb.embed_documents(batch), strict=True))
+            _report(progress, min(start + step, total), total, "embedding questions")
+    report.embedded_questions = len(fresh)
+    vectors = np.stack([reuse[q.text] for _, q in attached]).astype(np.float32)
+    return questions.QuestionIndex.build(attached, vectors)
 
 
 def _previous(path: Path, report: IngestReport) -> store.Parsed | None:

@@ -68,6 +68,10 @@ CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese coun
 CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
 SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 MAX_QUERY_BYTES = 1_000_000
+# The question bank (questions.py): entries ranked by their best question's BM25 are a third ranking
+# in the fusion, at this weight; the dense ranking scores an entry by the best cosine of its own text
+# and its questions (eval/README.md, "The question bank").
+QUESTION_LEXICAL_WEIGHT = 2.0
 
 
 @dataclass
@@ -201,7 +205,7 @@ class Retriever:
 
         hits = [
             Hit(rank=r, score=s, entry=self.whole_section(i), lexical_rank=ranking.lexical_rank(i),
-                dense_rank=ranking.dense_rank(i))
+                dense_rank=ranking.dense_rank(i), matched_question=self.matched_question(ranking, i))
             for r, (i, s) in enumerate(ranking.fused[:k], start=1)
         ]
         signals = self.signals(normalized.text, ranking, allowed)
@@ -220,11 +224,59 @@ class Retriever:
         terms = QueryTerms.of(normalized, self.corrector)
         lex_ids = [] if mode == "dense" else self.lexical_ranking(terms, allowed, depth)
         dense_ids, dense_scores = ([], []) if mode == "lexical" else self.dense_ranking(text, allowed, depth)
-        fused = reciprocal_rank_fusion([lex_ids, dense_ids], k=RRF_K, weights=[LEXICAL_WEIGHT, 1.0])
+        asked = self.question_rankings(terms, text, allowed, depth, mode)
+        if asked.dense:
+            dense_ids, dense_scores = self.best_of_entry_and_questions(text, dense_ids, dense_scores, asked, depth)
+        rankings, weights = [lex_ids, dense_ids], [LEXICAL_WEIGHT, 1.0]
+        if asked.lexical and QUESTION_LEXICAL_WEIGHT:
+            rankings, weights = [*rankings, asked.lexical], [*weights, QUESTION_LEXICAL_WEIGHT]
+        fused = reciprocal_rank_fusion(rankings, k=RRF_K, weights=weights)
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
         fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
-        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores)
+        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked)
+
+    def question_rankings(self, terms: QueryTerms, text: str, allowed: np.ndarray, depth: int,
+                          mode: str) -> AskedAs:
+        """Entries ranked by their best question of the bank, by BM25 and by cosine."""
+        bank = self.index.questions
+        if bank is None or not len(bank):
+            return AskedAs()
+        asked = AskedAs()
+        if mode != "dense" and QUESTION_LEXICAL_WEIGHT and terms.tokens:
+            asked.lexical, asked.lexical_best = bank.lexical_ranking(terms.tokens, terms.extra, allowed, depth)
+        if mode != "lexical":
+            asked.dense, asked.dense_best, asked.cosines = bank.dense_ranking(self.query_vector(text), allowed, depth)
+        return asked
+
+    def best_of_entry_and_questions(self, text: str, dense_ids: list[int], dense_scores: list[float],
+                                    asked: AskedAs, depth: int) -> tuple[list[int], list[float]]:
+        """Entries by the higher of their own cosine and their best question's."""
+        scores = dict(zip(dense_ids, dense_scores, strict=True))
+        qvec = self.query_vector(text)
+        for row, q in asked.dense_best.items():
+            own = scores.get(row)
+            if own is None:
+                own = float(np.dot(self.index.vector(row), qvec))
+            if float(asked.cosines[q]) > own:
+                scores[row] = float(asked.cosines[q])
+                asked.closer[row] = q
+        ranked = sorted(scores.items(), key=lambda item: -item[1])[:depth]
+        return [r for r, _ in ranked], [s for _, s in ranked]
+
+    def matched_question(self, ranking: Ranking, row: int) -> str | None:
+        """The bank question through which `row` (or its twin) ranked where it did, when a question
+        placed it higher than the entry's own text did; None otherwise."""
+        asked = ranking.asked
+        for r in [row, *self._twin_rows(row)]:
+            found = []
+            if r in asked.closer:  # a question nearer the query than the entry's text
+                found.append((ranking.dense_rank(r) or math.inf, asked.closer[r]))
+            if r in asked.lexical_best and asked.rank_in(asked.lexical, r) < (ranking.lexical_rank(r) or math.inf):
+                found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
+            if found:
+                return self.index.questions.texts[min(found)[1]]
+        return None
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """Keep the best-scoring part of each section: a long section split into
@@ -304,8 +356,9 @@ class Retriever:
         if len(dense_ids) < 2:
             dense_ids, dense_scores = self.dense_ranking(text, allowed, 2)
         cosine = dict(zip(dense_ids, dense_scores, strict=True)).get(row)
-        if cosine is None:  # surfaced by BM25 only: measure it directly
-            cosine = float(np.dot(self.index.vector(row), self.query_vector(text)))
+        if cosine is None:  # surfaced by BM25 only: measure it directly (its questions count, as in the ranking)
+            cosine = max(float(np.dot(self.index.vector(row), self.query_vector(text))),
+                         self.best_question_cosine(text, ranking, row))
         margin = dense_scores[0] - dense_scores[1] if len(dense_scores) > 1 else 0.0
 
         bm25 = self.index.bm25
@@ -331,10 +384,41 @@ class Retriever:
             heading_coverage=bm25.coverage(words, set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))),
         )
 
+    def best_question_cosine(self, text: str, ranking: Ranking, row: int) -> float:
+        """The highest cosine between the query and a bank question of `row`: -1 when it has none."""
+        bank = self.index.questions
+        if bank is None or not len(bank):
+            return -1.0
+        cosines = ranking.asked.cosines
+        if cosines is None:
+            cosines = bank.vectors @ self.query_vector(text)
+        best = bank.best_cosine(cosines, row)
+        return -1.0 if best is None else best
+
 
 def section_key(e: Entry) -> tuple:
     """What the parts of one section share."""
     return e.collection, e.doc, e.anchor, tuple(e.breadcrumb)
+
+
+@dataclass
+class AskedAs:
+    """Entries as the question bank ranked them: by their best question's BM25 and cosine, the
+    question that did it per entry row, and every question's cosine with the query."""
+
+    lexical: list[int] = field(default_factory=list)
+    lexical_best: dict[int, int] = field(default_factory=dict)
+    dense: list[int] = field(default_factory=list)
+    dense_best: dict[int, int] = field(default_factory=dict)
+    cosines: np.ndarray | None = None
+    closer: dict[int, int] = field(default_factory=dict)  # row -> its question nearer the query than its text
+
+    @staticmethod
+    def rank_in(ranked: list[int], row: int) -> float:
+        try:
+            return ranked.index(row) + 1
+        except ValueError:
+            return math.inf
 
 
 @dataclass
@@ -346,6 +430,7 @@ class Ranking:
     lex_ids: list[int]
     dense_ids: list[int]
     dense_scores: list[float]
+    asked: AskedAs = field(default_factory=AskedAs)
 
     def lexical_rank(self, row: int) -> int | None:
         return self._lexical_ranks.get(row)

@@ -92,6 +92,7 @@ class Hit:
     entry: Entry
     lexical_rank: int | None = None
     dense_rank: int | None = None
+    matched_question: str | None = None  # the question of the bank through which it was found
 
     def to_dict(self) -> dict:
         e = self.entry
@@ -111,6 +112,7 @@ class Hit:
             "lang": e.lang,
             "also_at": list(e.also_at),
             "twins": list(e.twins),
+            "matched_question": self.matched_question,
         }
 
     def __repr__(self) -> str:

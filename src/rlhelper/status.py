@@ -16,10 +16,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import confidence, twins
+from . import confidence, questions, twins
 from .entries import read_document
 from .errors import DocumentError
-from .ingest import find_sources, parser_fingerprint
+from .ingest import find_sources, parser_fingerprint, question_bank_dir
 from .store import document_changed
 
 
@@ -80,6 +80,11 @@ def index_info(path: Path | str) -> IndexInfo:
     )
 
 
+def _bank_fingerprint() -> str | None:
+    bank = questions.read_bank(question_bank_dir())
+    return questions.fingerprint(bank.questions) if bank.questions else None
+
+
 def _twin_pages(entries) -> dict[str, int]:
     pairs = Counter(" ~ ".join(sorted((e.doc, t["doc"]))) for e in entries for t in e.twins)
     return {pages: n // 2 for pages, n in sorted(pairs.items())}  # each pair is listed from both sides
@@ -96,6 +101,8 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
     if index.manifest.get("settings", {}).get("twins") != twins.VERSION:
         reasons.append("sections that two pages share (a translation, another version) are not linked as in "
                        "this rlhelper: results may show both copies")
+    if index.manifest.get("settings", {}).get("questions") != _bank_fingerprint():
+        reasons.append("the question bank changed since the build (new or edited questions are not searched yet)")
     recorded = {(d["collection"], d["doc"]): d for d in index.manifest.get("documents", [])}
     for c in collections:
         if not c.whole_folder:

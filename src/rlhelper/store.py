@@ -76,6 +76,7 @@ from .errors import (
     IndexStaleError,
 )
 from .lexical import TOKENIZER_VERSION, BM25Index
+from .questions import QuestionIndex
 from .schema import Entry
 
 FORMAT_VERSION = 2  # 2: entries carry `twins` (twins.py)
@@ -223,13 +224,15 @@ def live_folder(path: Path) -> Path | None:
 class Index:
     """A loaded index: entries, their BM25 and FAISS indexes, and the manifest describing them."""
 
-    def __init__(self, path: Path, folder: Path, manifest: dict, entries: list[Entry], dense, bm25: BM25Index):
+    def __init__(self, path: Path, folder: Path, manifest: dict, entries: list[Entry], dense, bm25: BM25Index,
+                 questions: QuestionIndex | None = None):
         self.path = Path(path)
         self.folder = folder
         self.manifest = manifest
         self.entries = entries
         self.faiss = dense
         self.bm25 = bm25
+        self.questions = questions  # the question bank (questions.py); None for an index built without one
         self._row_of: dict[str, int] | None = None
         self._exact = None  # exact fallback for approximate indexes, built on first need
 
@@ -277,7 +280,13 @@ class Index:
                 f"{show(path / LEXICAL)} holds {len(bm25)} documents but {show(path / ENTRIES)} holds "
                 f"{len(entries)} entries. Run {rebuild_hint(path)} to rebuild the index."
             )
-        return cls(path, folder, manifest, entries, dense, bm25)
+        index = cls(path, folder, manifest, entries, dense, bm25)
+        try:
+            index.questions = QuestionIndex.load(folder, index.row_of)
+        except KeyError as exc:
+            raise IndexCorruptError(f"{show(path)}: the question bank names entry {exc} that the index does not "
+                                    f"hold. Run {rebuild_hint(path)} to rebuild the index.") from exc
+        return index
 
     def check_current(self) -> None:
         """Refuse to search an index whose lexical tokens this code would not produce:
@@ -563,6 +572,7 @@ class IndexContents:
     collections: dict[str, dict]
     settings: dict = field(default_factory=dict)  # what shaped the entries (max_tokens, parser fingerprint)
     faiss_type: str = "flat"
+    questions: QuestionIndex | None = None  # the question bank, keyed to `entries` rows
 
 
 def _fsync_file(file: Path) -> None:
@@ -602,6 +612,8 @@ def write_folder(folder: Path, contents: IndexContents) -> dict:
                                    for e, t in zip(contents.parsed, contents.parsed_tokens, strict=True)))
     np.save(folder / PARSED_VECTORS, np.ascontiguousarray(contents.parsed_vectors, dtype=np.float32),
             allow_pickle=False)
+    if contents.questions is not None:
+        contents.questions.save(folder, contents.entries)
 
     files = {}
     for file in sorted(p for p in folder.rglob("*") if p.is_file()):

@@ -1,0 +1,251 @@
+"""The question bank: ways users ask for an entry, matched as well as the entry's own text.
+
+Retrieval compares the user's words with the doc's words, and they are often different words
+("the policy repeats itself" against "Model outputs are repetitive"). FAQ assistants close that
+gap with alternative phrasings per answer, and search engines with document expansion; the bank
+is both. Each answerable entry has questions written for it, kept as data beside the corpus:
+
+    ingest/questions/<collection>/<doc>.jsonl
+    {"collection": "official", "doc": "verl/faq.rst", "heading": "...", "questions": ["...", ...]}
+
+keyed by document and heading, so the bank survives edits and re-ingest. A question whose entry
+is gone is reported at ingest, never dropped silently. At ingest the questions are embedded (by
+text: an unchanged question reuses its vector) and indexed for BM25 beside the entries; a search
+ranks the questions too and an entry takes the best rank any of its questions reached
+(retrieve.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import lexical
+from .errors import IndexCorruptError
+from .schema import Entry
+
+BANK_FOLDER = "questions"  # beside the collections, under config.corpus_dir()
+MAX_QUESTION_CHARS = 2_000  # a question longer than a pasted log tail is not a question
+MAX_QUESTIONS_PER_ENTRY = 40
+# Index files (inside an index version folder).
+QUESTIONS = "questions.jsonl"
+QUESTION_VECTORS = "questions.npy"
+QUESTION_LEXICAL = "questions_lexical"
+
+
+@dataclass(frozen=True)
+class BankQuestion:
+    """One question of the bank, keyed to an entry by document and heading."""
+
+    collection: str
+    doc: str
+    heading: str
+    text: str
+    source: str = "shipped"  # "shipped" (the bank beside the corpus) or "user" (learned from feedback)
+
+
+@dataclass
+class BankReport:
+    """What reading the bank found: questions kept, questions whose entry is gone, bad lines."""
+
+    questions: list[BankQuestion] = field(default_factory=list)
+    orphans: list[tuple[str, str, str, int]] = field(default_factory=list)  # (collection, doc, heading, n)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (file:line, what is wrong)
+
+    def notes(self) -> list[str]:
+        """Lines for the ingest report."""
+        lines = [f"question bank: {where}: {what}" for where, what in self.problems]
+        for collection, doc, heading, n in self.orphans:
+            lines.append(f"question bank: {n} question(s) for “{heading}” in {collection}/{doc}, "
+                         "which the index no longer holds: fix the heading in the bank or remove them")
+        return lines
+
+
+def read_bank(folder: Path, collections: Iterable[str] | None = None) -> BankReport:
+    """Every question under `folder` (<collection>/<doc>.jsonl files), in file order.
+
+    `collections`: read only these collections' sub-folders. A malformed line is reported and
+    skipped; the rest of its file is read.
+    """
+    report = BankReport()
+    folder = Path(folder)
+    if not folder.is_dir():
+        return report
+    wanted = set(collections) if collections is not None else None
+    for file in sorted(folder.rglob("*.jsonl")):
+        if file.is_symlink() or not file.is_file():
+            continue
+        collection = file.relative_to(folder).parts[0]
+        if wanted is not None and collection not in wanted:
+            continue
+        report.questions += _read_file(file, folder, report)
+    return report
+
+
+def _read_file(file: Path, folder: Path, report: BankReport) -> list[BankQuestion]:
+    where = file.relative_to(folder).as_posix()
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        report.problems.append((where, f"cannot be read ({exc})"))
+        return []
+    found = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key = (str(row["collection"]), str(row["doc"]), str(row["heading"]))
+            texts = row["questions"]
+            if not isinstance(texts, list):
+                raise TypeError("questions must be a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            report.problems.append((f"{where}:{number}", f"not a bank line ({exc}); skipped"))
+            continue
+        seen = set()
+        for text in texts[:MAX_QUESTIONS_PER_ENTRY]:
+            text = " ".join(str(text).split()) if "\n" not in str(text) else str(text).strip()
+            if text and len(text) <= MAX_QUESTION_CHARS and text not in seen:
+                seen.add(text)
+                found.append(BankQuestion(*key, text))
+    return found
+
+
+def section_rows(entries: list[Entry]) -> dict[tuple[str, str, str], int]:
+    """(collection, doc, heading) -> the row of that section's first answerable part."""
+    rows: dict[tuple[str, str, str], int] = {}
+    for row, e in enumerate(entries):
+        if e.answerable:
+            rows.setdefault((e.collection, e.doc, e.heading), row)
+            for place in e.also_at:  # a merged repeat: its questions belong to the entry kept
+                if isinstance(place, dict) and "doc" in place:
+                    key = (str(place.get("collection", e.collection)), str(place["doc"]),
+                           str(place.get("heading", e.heading)))
+                    rows.setdefault(key, row)
+    return rows
+
+
+def attach(report: BankReport, entries: list[Entry]) -> list[tuple[int, BankQuestion]]:
+    """(entry row, question) for every question whose entry the index holds; the others are
+    recorded in `report.orphans`, one line per heading."""
+    rows = section_rows(entries)
+    kept, missing = [], {}
+    for q in report.questions:
+        row = rows.get((q.collection, q.doc, q.heading))
+        if row is None:
+            key = (q.collection, q.doc, q.heading)
+            missing[key] = missing.get(key, 0) + 1
+        else:
+            kept.append((row, q))
+    report.orphans += [(*key, n) for key, n in missing.items()]
+    return kept
+
+
+def fingerprint(questions: Iterable[BankQuestion]) -> str:
+    """A hash of the bank's content: an index built from another bank is brought up to date."""
+    h = hashlib.sha256()
+    for q in questions:
+        h.update(json.dumps([q.collection, q.doc, q.heading, q.text, q.source], ensure_ascii=False).encode())
+    return h.hexdigest()[:16]
+
+
+def tokens(text: str) -> list[str]:
+    """A question's BM25 tokens (its words and word pairs, as a query's are)."""
+    return [sys.intern(t) for t in lexical.tokenize(text) + lexical.phrases(text)]
+
+
+# --- the questions in an index -------------------------------------------------------
+
+class QuestionIndex:
+    """The bank as a search index: question i belongs to entry row `rows[i]`."""
+
+    def __init__(self, rows: np.ndarray, texts: list[str], sources: list[str], vectors: np.ndarray,
+                 bm25: lexical.BM25Index):
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.texts = texts
+        self.sources = sources
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.bm25 = bm25
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @classmethod
+    def build(cls, attached: list[tuple[int, BankQuestion]], vectors: np.ndarray) -> QuestionIndex:
+        return cls(np.array([row for row, _ in attached], dtype=np.int64), [q.text for _, q in attached],
+                   [q.source for _, q in attached], vectors,
+                   lexical.BM25Index.build([tokens(q.text) for _, q in attached]))
+
+    def save(self, folder: Path, entries: list[Entry]) -> None:
+        with (folder / QUESTIONS).open("w", encoding="utf-8") as f:
+            for row, text, source in zip(self.rows, self.texts, self.sources, strict=True):
+                f.write(json.dumps({"entry_id": entries[int(row)].id, "text": text, "source": source},
+                                   ensure_ascii=False, separators=(",", ":")) + "\n")
+        np.save(folder / QUESTION_VECTORS, self.vectors, allow_pickle=False)
+        self.bm25.save(folder / QUESTION_LEXICAL)
+
+    @classmethod
+    def load(cls, folder: Path, row_of) -> QuestionIndex | None:
+        """The index's questions, or None for an index built without a bank. `row_of(entry_id)`."""
+        if not (folder / QUESTIONS).exists():
+            return None
+        try:
+            records = [json.loads(line) for line in (folder / QUESTIONS).read_text(encoding="utf-8").splitlines()]
+            rows = np.array([row_of(r["entry_id"]) for r in records], dtype=np.int64)
+            vectors = np.load(folder / QUESTION_VECTORS, allow_pickle=False)
+            bm25 = lexical.BM25Index.load(folder / QUESTION_LEXICAL)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexCorruptError(f"the question bank in {folder} is damaged ({exc}); "
+                                    "run `rlhelper ingest --rebuild` to rebuild the index.") from exc
+        if len(vectors) != len(records) or len(bm25) != len(records):
+            raise IndexCorruptError(f"the question bank in {folder} is inconsistent; "
+                                    "run `rlhelper ingest --rebuild` to rebuild the index.")
+        return cls(rows, [r["text"] for r in records], [r.get("source", "shipped") for r in records], vectors, bm25)
+
+    def reusable_vectors(self) -> dict[str, np.ndarray]:
+        """Question text -> its vector, for the next ingest (same embedder only)."""
+        return dict(zip(self.texts, self.vectors, strict=True))
+
+    # -- searching ----------------------------------------------------------------
+
+    def lexical_ranking(self, query_tokens: list[str], extra: dict[str, float], allowed: np.ndarray,
+                        depth: int) -> tuple[list[int], dict[int, int]]:
+        """Entry rows ranked by their best-matching question (BM25), and that question per row."""
+        ids, scores = self.bm25.search(query_tokens, depth * 4, allowed=allowed[self.rows], extra=extra)
+        return self._by_entry(ids[scores > 0], depth)
+
+    def dense_ranking(self, qvec: np.ndarray, allowed: np.ndarray, depth: int
+                      ) -> tuple[list[int], dict[int, int], np.ndarray]:
+        """Entry rows ranked by their nearest question (cosine), that question per row, and every
+        question's cosine."""
+        cosines = self.vectors @ np.asarray(qvec, dtype=np.float32)
+        masked = np.where(allowed[self.rows], cosines, -np.inf)
+        want = min(len(masked), depth * 4)
+        top = np.argpartition(-masked, want - 1)[:want] if want < len(masked) else np.arange(len(masked))
+        top = top[np.argsort(-masked[top], kind="stable")]
+        top = top[np.isfinite(masked[top])]
+        ranked, best = self._by_entry(top, depth)
+        return ranked, best, cosines
+
+    def _by_entry(self, question_ids: Iterable[int], depth: int) -> tuple[list[int], dict[int, int]]:
+        ranked: list[int] = []
+        best: dict[int, int] = {}
+        for q in question_ids:
+            row = int(self.rows[int(q)])
+            if row not in best:
+                best[row] = int(q)
+                ranked.append(row)
+                if len(ranked) >= depth:
+                    break
+        return ranked, best
+
+    def best_cosine(self, cosines: np.ndarray, row: int) -> float | None:
+        """The highest cosine between the query and any question of entry `row`."""
+        mine = cosines[self.rows == row]
+        return float(mine.max()) if mine.size else None
