@@ -64,9 +64,21 @@ def test_new_forgets_the_topic_and_a_bad_message_does_not_end_the_conversation(s
 def test_an_unknown_command_is_named_and_a_path_is_still_a_question(seeds_index):
     done = rlhelper("chat", "--index", str(seeds_index), "--json",
                     stdin="/nwe\n\n/usr/local/cuda/bin/nvcc fails: no kernel image is available\n")
-    assert done.returncode == 0 and "Unknown command /nwe: /new, /quit or /help." in done.stderr
+    assert done.returncode == 0 and "Unknown command /nwe: /new, /accept, /demote, /quit or /help." in done.stderr
     [answer] = [json.loads(line) for line in done.stdout.splitlines()]
     assert answer["query"].startswith("/usr/local/cuda")
+
+
+def test_accept_and_demote_teach_the_users_question_bank(seeds_index, isolated_home):
+    from rlhelper.userbank import UserBank
+
+    first, _ = chat_json(seeds_index, f"{WAKE_UP}\n\n/accept\n\n/accept 9\n\n{WAKE_UP}\n")
+    [record] = UserBank().records()
+    assert (record.text, record.entry_id, record.vote, record.source) == (
+        first["normalized_query"], first["citations"][0]["entry_id"], 1, "chat")
+    done = rlhelper("chat", "--index", str(seeds_index), "--json", stdin=f"{WAKE_UP}\n\n/demote\n")
+    assert "demoted for this question" in done.stderr
+    assert [r.vote for r in UserBank().records()] == [-1]
 
 
 def test_quit_ends_the_conversation(seeds_index):

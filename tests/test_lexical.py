@@ -374,3 +374,16 @@ def test_inconsistent_vocabulary_raises(index, tmp_path):
     (tmp_path / VOCAB_FILE).write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(IndexCorruptError):
         BM25Index.load(tmp_path)
+
+
+def test_with_documents_is_a_build_over_all_of_them():
+    from rlhelper.lexical import BM25Index
+
+    old = [["ray", "actor", "died"], ["cuda", "oom", "oom"], ["weight", "sync", "timeout", "ray"]]
+    new = [["oom", "again", "显存"], ["ray"]]
+    full, extended = BM25Index.build(old + new), BM25Index.build(old).with_documents(new)
+    assert extended.vocabulary == full.vocabulary and extended.n_docs == 5
+    for name in ("indptr", "doc_ids", "idf", "doc_lengths"):
+        assert np.array_equal(getattr(extended, name), getattr(full, name)), name
+    assert np.allclose(extended.weights, full.weights, rtol=1e-6)
+    assert extended.search(["oom"], 5)[0].tolist() == full.search(["oom"], 5)[0].tolist()

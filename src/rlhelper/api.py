@@ -7,9 +7,12 @@
     >>> chat = h.conversation()                          # follow-ups read with the question before
     >>> chat.ask("weight sync timed out"); chat.ask("what about slime?")
     >>> h.as_retriever(k=4)                              # LangChain BaseRetriever
+    >>> h.learn(answer, vote=1, source="cli")            # this answer's lead entry answers its question
 
 Loading reads the index folder only; the embedding model loads on the first
-dense search, so a lexical-only use never pays for it.
+dense search, so a lexical-only use never pays for it. The user's own question
+bank (userbank.py: questions learned from votes) is read on the first search,
+and again whenever its file changes.
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ from .schema import Answer, Entry, Hit
 class Helper:
     """Search and answer over one index."""
 
-    def __init__(self, index, *, embedder_spec: str | None = None, abstain_threshold: float | None = None):
+    def __init__(self, index, *, embedder_spec: str | None = None, abstain_threshold: float | None = None,
+                 user_bank: str | Path | bool | None = None):
         self.index = index
         self.embedder_spec = embedder_spec or index.embedder_id
-        self._retriever = Retriever(index, self._make_embedder, threshold=abstain_threshold)
+        self.user_bank = _user_bank(user_bank)
+        self._retriever = Retriever(index, self._make_embedder, threshold=abstain_threshold,
+                                    user_bank=self.user_bank)
 
     @classmethod
     def load(
@@ -40,8 +46,13 @@ class Helper:
         *,
         embedder: str | None = None,
         abstain_threshold: float | None = None,
+        user_bank: str | Path | bool | None = None,
     ) -> Helper:
         """Open an index by folder path or name (default: RLHELPER_INDEX_DIR / index/default).
+
+        `user_bank`: the file of questions learned from votes (default: questions.jsonl in the
+        data folder); False searches without one (the eval does: one user's votes must not move
+        the figures).
 
         `embedder`, when given, must match the one the index was built with;
         a mismatch raises EmbedderMismatchError saying how to rebuild. An index
@@ -52,7 +63,7 @@ class Helper:
         path = _resolve_index_path(index)
         loaded = Index.load(path, expected_embedder=embedder)
         loaded.check_current()
-        return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold)
+        return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold, user_bank=user_bank)
 
     def _make_embedder(self):
         """The embedder, on the first dense search. One that cannot be loaded here is reported
@@ -203,6 +214,20 @@ class Helper:
         return [f"Nothing matches within your filters, but outside them “{e.heading}” ({e.framework}, "
                 f"{e.collection}) does: clear the filters to see it."]
 
+    # -- learning from votes (userbank.py) -----------------------------------------------
+
+    def learn(self, answer: Answer, vote: int = 1, *, source: str = "web", hit: int = 1):
+        """Record a vote on `answer` in the user's question bank: +1 adds what it searched as a
+        question of its lead entry (`hit`: the n-th entry found instead), -1 demotes that entry
+        for that question. Used from the next search. Returns the LearnedQuestion, or None when
+        there is nothing to learn (no entry found, or no user bank)."""
+        from .userbank import entry_key
+
+        entries = _learnable_entries(answer)
+        if self.user_bank is None or not 1 <= hit <= len(entries):
+            return None
+        return self.user_bank.add(answer.normalized_query, entry_key(entries[hit - 1]), vote, source)
+
     # -- the corpus ------------------------------------------------------------------
 
     def entry(self, entry_id: str) -> Entry:
@@ -244,6 +269,22 @@ class Helper:
     def __repr__(self) -> str:
         return (f"<Helper {len(self.index.entries)} entries in {', '.join(self.collections)}; "
                 f"embedder {self.index.embedder_id}>")
+
+
+def _user_bank(spec: str | Path | bool | None):
+    if spec is False:
+        return None
+    from .userbank import UserBank
+
+    return UserBank(None if spec in (None, True) else spec)
+
+
+def _learnable_entries(answer: Answer) -> list[Entry]:
+    """The entries a vote on `answer` can be about: its cited lead first, then the others found."""
+    if answer.abstained or not answer.citations:
+        return []
+    lead = answer.citations[0].entry_id
+    return sorted((h.entry for h in answer.hits), key=lambda e: e.id != lead)
 
 
 def _resolve_index_path(index: str | Path | None) -> Path:

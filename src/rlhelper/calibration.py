@@ -146,7 +146,7 @@ def run_calibration(eval_file: Path, *, collections=None, embedder=None, index=N
     if not items:
         raise ConfigError(f"{eval_file}: no dev items to calibrate on")
     with eval_index(index, collections, embedder) as where:
-        helper = Helper.load(where, embedder=embedder)
+        helper = Helper.load(where, embedder=embedder, user_bank=False)
         filter_collections = list(collections) if (collections and index is not None) else None
         model = calibrate(helper, items, collections=filter_collections)
     return model, save_model(model, target)

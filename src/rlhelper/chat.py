@@ -19,7 +19,9 @@ can trust, so there messages are separated by a blank line:
 
 Each answer after the first may be read as a follow-up of the one before it
 ("what about verl?", "and on multiple nodes?"; api.Helper.ask), as in the web chat.
-`/new` starts a new topic, `/quit` (or Ctrl-D) ends the conversation.
+`/new` starts a new topic, `/quit` (or Ctrl-D) ends the conversation. `/accept` says the last
+answer was right (its question is learned for its lead entry, `/accept N` for the N-th entry
+listed), `/demote` that it was wrong: userbank.py, as a thumbs-up or down in the web chat.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ HISTORY_LENGTH = 500  # messages kept for ↑ across sessions
 NEW_TOPIC = ("/new", "/reset")
 QUIT = ("/quit", "/exit", "quit", "exit")
 HELP = "/help"
+ACCEPT, DEMOTE = "/accept", "/demote"
 GREETING = ("Ask about an error, paste a traceback, or ask a follow-up (\"what about verl?\").\n"
-            "/new starts a new topic, /quit or Ctrl-D ends.")
+            "/accept or /demote says the last answer was right or wrong; /new starts a new topic, /quit or Ctrl-D ends.")
 
 
 def messages(stream: TextIO, prompt: str | None = None) -> Iterator[str]:
@@ -205,8 +208,11 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
             click.secho("New topic: the next message is read on its own.", dim=True, err=True)
         elif command == HELP:
             click.echo(GREETING, err=True)  # stderr, as notes are: stdout holds only answers
+        elif re.fullmatch(rf"(?:{ACCEPT}|{DEMOTE})(?:\s+\d+)?", command):
+            _vote(helper, conversation.previous, command)
         elif re.fullmatch(r"/[a-z]+", command):  # "/usr/bin/nvcc failed" is a question; "/nwe" a typo
-            click.secho(f"Unknown command {command}: /new, /quit or /help.", fg="yellow", err=True)
+            click.secho(f"Unknown command {command}: /new, /accept, /demote, /quit or /help.", fg="yellow",
+                        err=True)
         else:
             try:
                 show(conversation.ask(message))
@@ -217,3 +223,24 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
             else:
                 answered += 1
     return answered
+
+
+def _vote(helper: Helper, answer: Answer | None, command: str) -> None:
+    """`/accept [N]` or `/demote [N]` on the last answer (userbank.py)."""
+    name, _, number = command.partition(" ")
+    hit = int(number) if number.strip() else 1
+    if answer is None or answer.abstained or not answer.citations:
+        click.secho("There is no answer with an entry to vote on yet: ask a question first.", fg="yellow", err=True)
+        return
+    try:
+        record = helper.learn(answer, 1 if name == ACCEPT else -1, source="chat", hit=hit)
+    except RlhelperError as err:
+        click.secho(f"Error: {err}", fg="red", err=True)
+        return
+    if record is None:
+        click.secho(f"The last answer listed {len(answer.hits)} entries: /accept N takes 1 to {len(answer.hits)}.",
+                    fg="yellow", err=True)
+        return
+    what = "accepted" if record.vote > 0 else "demoted"
+    click.secho(f"“{record.heading}” {what} for this question [{record.id}]; the next search uses it.",
+                dim=True, err=True)

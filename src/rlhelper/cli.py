@@ -176,6 +176,9 @@ def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url
     settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     helper = _load_helper(index)
     answer = helper.ask(_read_query(query), k=k, **_filters_of(framework, collection, lang))
+    from .userbank import remember_answer
+
+    remember_answer(answer, helper.index.path)  # for `rlhelper feedback accept`
     _show(answer, settings, as_json)
 
 
@@ -435,7 +438,49 @@ def serve(host, port, index, llm, llm_base_url, llm_model, llm_api_key_env, llm_
 
 @main.group()
 def feedback():
-    """Thumbs up/down recorded by the web chat."""
+    """Thumbs up/down recorded by the web chat; accept or demote the last `rlhelper ask` answer."""
+
+
+def _vote_on_last(vote: int, hit: int) -> None:
+    from .userbank import UserBank, last_answer
+
+    last = last_answer()
+    hits = last["hits"]
+    if last.get("abstained") and hit == 1 and vote > 0:
+        raise click.ClickException("the last answer found no matching entry, so there is no entry to accept; "
+                                   "if one of the related entries it listed answers it, accept that one with "
+                                   "--hit N (N: its place in the list).")
+    if not 1 <= hit <= len(hits):
+        raise click.ClickException(f"the last answer listed {len(hits)} entr{'y' if len(hits) == 1 else 'ies'}: "
+                                   f"--hit must be between 1 and {len(hits)}." if hits else
+                                   "the last answer listed no entry: there is nothing to vote on.")
+    record = UserBank().add(last["question"], hits[hit - 1], vote, "cli")
+    what = "accepted for" if vote > 0 else "demoted for"
+    click.echo(f"“{record.heading}” ({record.collection}/{record.doc}) {what} “{_short(record.text)}” "
+               f"[{record.id}]; the next search uses it. Undo: rlhelper questions remove {record.id}")
+
+
+def _short(text: str, width: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+_hit_option = click.option("--hit", default=1, show_default=True, type=click.IntRange(min=1),
+                           help="Which entry of the last answer: 1 is the cited lead, N the N-th entry listed.")
+
+
+@feedback.command("accept")
+@_hit_option
+def feedback_accept(hit):
+    """The last `rlhelper ask` answer was right: learn its question for its lead entry (or --hit N)."""
+    _vote_on_last(1, hit)
+
+
+@feedback.command("demote")
+@_hit_option
+def feedback_demote(hit):
+    """The last `rlhelper ask` answer was wrong: never lead with its entry for that question again."""
+    _vote_on_last(-1, hit)
 
 
 @feedback.command("export")
@@ -465,6 +510,73 @@ def feedback_export(output, as_eval, index):
     skipped = ", ".join(f"{n} {why}" for why, n in left_out.items() if n)
     click.echo(f"{len(items)} eval items exported" + (f" (left out: {skipped})" if skipped else "")
                + f"; measure with `rlhelper eval --set FILE --index {_resolve_index_path(index)}`", err=True)
+
+
+# -- the user's question bank -------------------------------------------------------------
+
+
+@main.group()
+def questions():
+    """Questions learned from your votes (thumbs up/down, `feedback accept`): review and share them."""
+
+
+@questions.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line instead of a table.")
+def questions_list(as_json):
+    """Every learned question: id, +1 accepted / -1 demoted, the entry, where it came from."""
+    from .userbank import UserBank
+
+    bank = UserBank()
+    records = bank.records()
+    if as_json:
+        for record in records:
+            click.echo(json.dumps(record.to_dict(), ensure_ascii=False))
+        return
+    for problem in bank.problems():
+        click.secho(f"note: {problem}", fg="yellow", err=True)
+    if not records:
+        click.echo(f"No learned questions yet ({bank.path}). A thumbs-up in the web chat or "
+                   "`rlhelper feedback accept` after `rlhelper ask` adds one.", err=True)
+        return
+    for r in records:
+        vote = click.style("+1", fg="green") if r.vote > 0 else click.style("-1", fg="red")
+        click.echo(f"{click.style(r.id, bold=True)}  {vote}  {_short(r.text, 60)}")
+        click.echo(click.style(f"            -> {r.heading}  ({r.collection}/{r.doc}; {r.source}, {r.time})", dim=True))
+
+
+@questions.command("remove")
+@click.argument("ids", nargs=-1)
+@click.option("--entry", help="Remove every question learned for this entry (its id, as `questions list --json` shows).")
+def questions_remove(ids, entry):
+    """Remove learned questions by ID (as `questions list` shows them) or by --entry."""
+    from .userbank import UserBank
+
+    if not ids and not entry:
+        raise click.UsageError("give the ID of a question (see `rlhelper questions list`) or --entry ENTRY_ID")
+    removed = UserBank().remove(ids, entry)
+    click.echo(f"{len(removed)} learned question{'s' if len(removed) != 1 else ''} removed")
+
+
+@questions.command("export")
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+def questions_export(output):
+    """Write every learned question to OUTPUT as JSON Lines ('-' for stdout), to share with a team."""
+    from .userbank import UserBank
+
+    count = UserBank().export(output)
+    click.echo(f"{count} learned question{'s' if count != 1 else ''} exported"
+               + (f" to {output}" if str(output) != "-" else ""), err=True)
+
+
+@questions.command("import")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+def questions_import(source):
+    """Add the questions of SOURCE (written by `questions export`); importing it again changes nothing."""
+    from .userbank import UserBank
+
+    counts = UserBank().import_file(source)
+    click.echo(f"{counts['added']} added, {counts['changed']} changed (a newer vote), {counts['unchanged']} "
+               "already held")
 
 
 if __name__ == "__main__":

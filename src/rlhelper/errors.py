@@ -43,3 +43,7 @@ class EmbedderError(RlhelperError):
 
 class ConfigError(RlhelperError):
     """A setting has a value rlhelper cannot use."""
+
+
+class UserBankError(RlhelperError):
+    """The user's question bank (or a file given to import) cannot be read or changed."""

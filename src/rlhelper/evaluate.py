@@ -609,7 +609,7 @@ def run_eval(
         from .api import Helper
 
         with eval_index(index, collections, embedder) as where:
-            h = Helper.load(where, embedder=embedder)
+            h = Helper.load(where, embedder=embedder, user_bank=False)  # votes must not move figures
             results, warnings = evaluate_helper(h, items, modes=modes, k=k, collections=filter_collections,
                                                 doc_langs=manifest_langs(), progress=progress, llm=llm)
             index_label = str(where) if index is not None else f"temporary index of {', '.join(collections or ['seeds'])}"

@@ -313,7 +313,37 @@ class BM25Index:
                 term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
                 tfs.append(tf)
                 rows.append(row)
-        term_arr = np.asarray(term_ids, dtype=np.int64)
+        return cls._from_postings(vocabulary, np.asarray(term_ids, dtype=np.int64), np.asarray(rows, dtype=np.int32),
+                                  np.asarray(tfs, dtype=np.float32), lengths, k1, b)
+
+    def with_documents(self, docs: list[list[str]]) -> BM25Index:
+        """This index with `docs` added after its rows, as build() over all of them would make it,
+        without the old documents' tokens: their term frequencies are read back from the postings
+        (a user's few learned questions beside the shipped bank's thousands)."""
+        vocabulary = dict(self.vocabulary)
+        old_terms = np.repeat(np.arange(len(self.vocabulary), dtype=np.int64), np.diff(self.indptr))
+        n_old = self.n_docs
+        avgdl = float(self.doc_lengths.mean()) if n_old and self.doc_lengths.sum() else 1.0
+        norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths.astype(np.float32) / avgdl)
+        w = self.weights.astype(np.float64)
+        old_tfs = np.rint(w * norm[self.doc_ids] / (self.k1 + 1.0 - w))  # weight = tf (k1+1) / (tf + norm)
+        term_ids, rows, tfs = [], [], []
+        lengths = np.zeros(len(docs), dtype=np.int32)
+        for row, tokens in enumerate(docs):
+            lengths[row] = len(tokens)
+            for term, tf in Counter(tokens).items():
+                term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
+                tfs.append(tf)
+                rows.append(n_old + row)
+        return self._from_postings(
+            vocabulary, np.concatenate([old_terms, np.asarray(term_ids, dtype=np.int64)]),
+            np.concatenate([self.doc_ids, np.asarray(rows, dtype=np.int32)]),
+            np.concatenate([old_tfs, np.asarray(tfs, dtype=np.float64)]).astype(np.float32),
+            np.concatenate([self.doc_lengths, lengths]), self.k1, self.b)
+
+    @classmethod
+    def _from_postings(cls, vocabulary: dict[str, int], term_arr: np.ndarray, rows: np.ndarray, tfs: np.ndarray,
+                       lengths: np.ndarray, k1: float, b: float) -> BM25Index:
         order = np.argsort(term_arr, kind="stable")  # stable: doc ids stay ascending per term
         doc_ids = np.asarray(rows, dtype=np.int32)[order]
         tf_arr = np.asarray(tfs, dtype=np.float32)[order]
@@ -321,7 +351,7 @@ class BM25Index:
         indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
 
-        n = len(docs)
+        n = len(lengths)
         avgdl = float(lengths.mean()) if n and lengths.sum() else 1.0
         norm = k1 * (1.0 - b + b * lengths.astype(np.float32) / avgdl)
         weights = (tf_arr * (k1 + 1.0) / (tf_arr + norm[doc_ids])).astype(np.float32)

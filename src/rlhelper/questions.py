@@ -17,6 +17,7 @@ ranks the questions too and an entry takes the best rank any of its questions re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -249,3 +250,148 @@ class QuestionIndex:
         """The highest cosine between the query and any question of entry `row`."""
         mine = cosines[self.rows == row]
         return float(mine.max()) if mine.size else None
+
+
+# --- the user's own bank (userbank.py), as search sees it ----------------------------------
+
+NEAR_COSINE = 0.95  # a query this close to a learned question is taken as that question
+
+
+def combined(shipped: QuestionIndex | None, attached: list[tuple[int, BankQuestion]],
+             vectors: np.ndarray) -> QuestionIndex:
+    """The shipped questions followed by `attached` (the user's accepted ones), one index: their
+    rows and vectors concatenated, the BM25 extended with the new ones (the shipped questions are
+    not tokenized again: that took a second)."""
+    if shipped is None or not len(shipped):
+        return QuestionIndex.build(attached, vectors)
+    return QuestionIndex(np.concatenate([shipped.rows, np.array([row for row, _ in attached], dtype=np.int64)]),
+                         shipped.texts + [q.text for _, q in attached], shipped.sources + [q.source for _, q in attached],
+                         np.concatenate([shipped.vectors, np.asarray(vectors, dtype=np.float32)]),
+                         shipped.bm25.with_documents([tokens(q.text) for _, q in attached]))
+
+
+@dataclass
+class Learned:
+    """What the user's bank changes in a search: the question index searched (the shipped one
+    with the accepted questions added) and the (question, entry) pairs accepted and demoted, for
+    pinning and demoting an entry when the query is one of those questions (retrieve.py)."""
+
+    questions: QuestionIndex | None
+    accepted: PairSet = field(default_factory=lambda: PairSet.empty())
+    demoted: PairSet = field(default_factory=lambda: PairSet.empty())
+
+    @property
+    def empty(self) -> bool:
+        return not len(self.accepted) and not len(self.demoted)
+
+
+@dataclass
+class PairSet:
+    """(question, entry row) pairs: their text, normalized text and vector."""
+
+    rows: list[int]
+    texts: list[str]
+    normalized: list[str]
+    vectors: np.ndarray
+
+    @classmethod
+    def empty(cls) -> PairSet:
+        return cls([], [], [], np.zeros((0, 0), dtype=np.float32))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def near(self, normalized: str, qvec: np.ndarray | None) -> list[tuple[int, str, float]]:
+        """(row, question, similarity) of the pairs whose question is the query: the same
+        normalized text (similarity 1), or a cosine of at least NEAR_COSINE; best first."""
+        found = {}
+        cosines = (self.vectors @ np.asarray(qvec, dtype=np.float32)
+                   if qvec is not None and len(self) and self.vectors.shape[1] == len(qvec) else None)
+        for i, row in enumerate(self.rows):
+            similarity = 1.0 if self.normalized[i] == normalized else \
+                float(cosines[i]) if cosines is not None else 0.0
+            if similarity >= NEAR_COSINE and similarity > found.get(row, (None, -1.0))[1]:
+                found[row] = (self.texts[i], similarity)
+        return sorted(((row, text, sim) for row, (text, sim) in found.items()), key=lambda item: -item[2])
+
+
+def learned(records, shipped: QuestionIndex | None, entries: list[Entry], row_of, vectors_of) -> Learned:
+    """The user's bank (userbank.LearnedQuestion records) keyed to this index's rows. A record
+    whose entry the index no longer holds (by key, then by entry id) is left out.
+    `vectors_of(texts)` gives their vectors (cached by the caller)."""
+    from .userbank import normalize
+
+    if not records:
+        return Learned(shipped)
+    sections = section_rows(entries)
+    placed = []
+    for r in records:
+        row = sections.get((r.collection, r.doc, r.heading))
+        if row is None and r.entry_id:
+            try:
+                row = row_of(r.entry_id)
+            except KeyError:
+                row = None
+        if row is not None:
+            placed.append((row, r))
+    if not placed:
+        return Learned(shipped)
+    vectors = np.asarray(vectors_of([r.text for _, r in placed]), dtype=np.float32)
+
+    def pairs(vote: int) -> PairSet:
+        chosen = [i for i, (_, r) in enumerate(placed) if r.vote == vote]
+        return PairSet([placed[i][0] for i in chosen], [placed[i][1].text for i in chosen],
+                       [normalize(placed[i][1].text) for i in chosen],
+                       vectors[chosen] if chosen else np.zeros((0, vectors.shape[1]), dtype=np.float32))
+
+    accepted = pairs(1)
+    attached = [(row, BankQuestion(r.collection, r.doc, r.heading, r.text, "user"))
+                for row, r in placed if r.vote == 1]
+    merged = combined(shipped, attached, accepted.vectors) if attached else shipped
+    return Learned(merged, accepted, pairs(-1))
+
+
+class VectorCache:
+    """Vectors of learned questions by text and embedder, in one small .npz file beside the bank,
+    so a process start does not embed them again."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @staticmethod
+    def key(embedder_id: str, text: str) -> str:
+        return hashlib.sha256(f"{embedder_id}\0{text}".encode()).hexdigest()[:24]
+
+    def vectors(self, embedder_id: str, texts: list[str], embed) -> np.ndarray:
+        """Vectors of `texts`; those not cached are embedded with `embed(texts)` and saved."""
+        held = self._read()
+        keys = [self.key(embedder_id, t) for t in texts]
+        fresh = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in held))
+        if fresh:
+            held.update(zip((self.key(embedder_id, t) for t in fresh), np.asarray(embed(fresh), dtype=np.float32),
+                            strict=True))
+            if len(held) > 4 * len(keys) + 1_000:  # questions removed long ago: keep the file small
+                held = {k: held[k] for k in keys}
+            self._write(held)
+        return np.stack([held[k] for k in keys]).astype(np.float32)
+
+    def _read(self) -> dict[str, np.ndarray]:
+        try:
+            with np.load(self.path, allow_pickle=False) as data:
+                return dict(zip((str(k) for k in data["keys"]), data["vectors"], strict=True))
+        except (OSError, ValueError, KeyError):  # none yet, or damaged: embed again
+            return {}
+
+    def _write(self, held: dict[str, np.ndarray]) -> None:
+        import os
+
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "wb") as out:
+                np.savez(out, keys=np.array(list(held), dtype=str),
+                         vectors=np.stack(list(held.values())).astype(np.float32))
+            os.replace(tmp, self.path)
+        except OSError:  # a read-only data folder: embed again next time
+            with contextlib.suppress(OSError):
+                tmp.unlink()

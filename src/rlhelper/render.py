@@ -448,8 +448,22 @@ def entry_html(entry: Entry) -> str:
     return f'<div class="rl-entry">{markdown_html(entry.text)}</div>'
 
 
+MATCHED_CHARS = 160  # a matched question shown under a source is cut to this
+
+
+def matched_html(question: str | None) -> str:
+    """"matched: <question>" under a source found through a question of the bank, escaped as
+    document text is, cut short."""
+    if not question:
+        return ""
+    text = " ".join(question.split())
+    text = text if len(text) <= MATCHED_CHARS else text[:MATCHED_CHARS - 1] + "…"
+    return f'<div class="rl-muted rl-matched">matched: {esc(text)}</div>'
+
+
 def _source_row(number: int | None, title_html: str, url: str | None, location: str, entry: Entry | None,
-                also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "") -> str:
+                also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "",
+                matched: str | None = None) -> str:
     badge = f'<span class="rl-num">{number}</span>' if number is not None else '<span class="rl-num rl-dot">•</span>'
     head = link(url, title_html, "rl-cite-link")
     also = ""
@@ -465,24 +479,27 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
         details = (f'<details class="rl-details"><summary>Show the whole entry</summary>'
                    f"{entry_html(entry)}</details>")
     return (f'<div class="rl-cite">{badge}<div class="rl-cite-main"><div class="rl-cite-head">{head}</div>'
-            f"{location}{also}{details}</div></div>")
+            f"{location}{matched_html(matched)}{also}{details}</div></div>")
 
 
-def citation_html(c: Citation, entry: Entry | None) -> str:
+def citation_html(c: Citation, entry: Entry | None, matched: str | None = None) -> str:
     return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url,
-                       _location(c.doc, c.line_start, c.line_end, c.collection), entry, c.also_at, c.twins, c.lang)
+                       _location(c.doc, c.line_start, c.line_end, c.collection), entry, c.also_at, c.twins, c.lang,
+                       matched)
 
 
 def related_html(hit: Hit) -> str:
     e = hit.entry
     return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url,
-                       _location(e.doc, e.line_start, e.line_end, e.collection), e, twins=e.twins, lang=e.lang)
+                       _location(e.doc, e.line_start, e.line_end, e.collection), e, twins=e.twins, lang=e.lang,
+                       matched=hit.matched_question)
 
 
-def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None]) -> str:
+def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None],
+                 matched: dict[str, str | None] | None = None) -> str:
     if not citations:
         return ""
-    rows = "".join(citation_html(c, entry_for(c.entry_id)) for c in citations)
+    rows = "".join(citation_html(c, entry_for(c.entry_id), (matched or {}).get(c.entry_id)) for c in citations)
     return f'<div class="rl-sources"><div class="rl-sources-title">Sources</div>{rows}</div>'
 
 
@@ -576,7 +593,8 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
     else:
         parts.append(body_html(answer.text if text is None else text, answer.citations))
         if final:
-            parts.append(sources_html(answer.citations, _entries_of(answer, entry_for)))
+            parts.append(sources_html(answer.citations, _entries_of(answer, entry_for),
+                                      {h.entry.id: h.matched_question for h in answer.hits}))
             parts.append(related_block_html(runners_up(answer), "Also related (not quoted above)"))
         else:
             parts.append('<div class="rl-muted rl-pending">…</div>')

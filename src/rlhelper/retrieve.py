@@ -44,16 +44,17 @@ about the top entry.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
 
-from . import glossary, lexical
+from . import glossary, lexical, questions
 from .confidence import ConfidenceModel, Signals, model_for
-from .errors import QueryError
-from .fusion import boost, reciprocal_rank_fusion
+from .errors import QueryError, UserBankError
+from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
 from .query import HINTED_NAMES, NormalizedQuery, is_binary, normalize_query
 from .schema import Entry, Hit
 from .spelling import Corrector
@@ -119,10 +120,13 @@ def check_query(query: str | bytes) -> str:
 class Retriever:
     """Searches one loaded index. The embedder is loaded on first dense search only."""
 
-    def __init__(self, index, embedder_factory, *, threshold: float | None = None):
+    def __init__(self, index, embedder_factory, *, threshold: float | None = None, user_bank=None):
         self.index = index
         self._embedder_factory = embedder_factory
         self.threshold = threshold
+        self.user_bank = user_bank  # userbank.UserBank: questions learned from the user's votes, or None
+        self._learned: tuple[object, questions.Learned] | None = None  # (file signature, what it holds)
+        self._learned_lock = threading.Lock()
 
     @cached_property
     def embedder(self):
@@ -214,6 +218,8 @@ class Retriever:
         threshold = self.threshold if self.threshold is not None else model.threshold(mode)
         abstained = not hits or confidence < threshold
         weak = not abstained and model.weak(confidence, mode)
+        if hits and ranking.pinned_lead:  # the user accepted this entry for this very question
+            abstained = weak = False
         return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals,
                          weak)
 
@@ -221,10 +227,11 @@ class Retriever:
              mode: str = "hybrid") -> Ranking:
         """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
         text = normalized.text
+        learned = self.learned()
         terms = QueryTerms.of(normalized, self.corrector)
         lex_ids = [] if mode == "dense" else self.lexical_ranking(terms, allowed, depth)
         dense_ids, dense_scores = ([], []) if mode == "lexical" else self.dense_ranking(text, allowed, depth)
-        asked = self.question_rankings(terms, text, allowed, depth, mode)
+        asked = self.question_rankings(terms, text, allowed, depth, mode, learned.questions)
         if asked.dense:
             dense_ids, dense_scores = self.best_of_entry_and_questions(text, dense_ids, dense_scores, asked, depth)
         rankings, weights = [lex_ids, dense_ids], [LEXICAL_WEIGHT, 1.0]
@@ -234,15 +241,69 @@ class Retriever:
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
         fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
-        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked)
+        pinned: dict[tuple, str] = {}
+        if not learned.empty:
+            fused, pinned = self.apply_votes(fused, learned, text, allowed, mode)
+        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked, pinned,
+                       bool(fused) and self._group(fused[0][0]) in pinned)
+
+    # -- what the user taught it (userbank.py) --------------------------------------------
+
+    def learned(self) -> questions.Learned:
+        """The user's question bank as it is now, keyed to this index: read again only when its
+        file changed (one stat per search), so a web server sees a vote at the next question."""
+        bank = self.user_bank
+        signature = None
+        if bank is not None:
+            signature = bank.signature()
+        held = self._learned
+        if held is not None and held[0] == signature:
+            return held[1]
+        with self._learned_lock:
+            held = self._learned
+            if held is not None and held[0] == signature:
+                return held[1]
+            try:
+                records = bank.records() if signature is not None else []
+            except UserBankError:  # unreadable: search as if nothing was learned
+                records = []
+            state = questions.learned(records, self.index.questions, self.index.entries, self.index.row_of,
+                                      self._learned_vectors)
+            self._learned = (signature, state)
+            return state
+
+    def _learned_vectors(self, texts: list[str]) -> np.ndarray:
+        cache = questions.VectorCache(self.user_bank.vectors_path)
+        return cache.vectors(self.index.embedder_id, texts, lambda fresh: self.embedder.embed_documents(fresh))
+
+    def apply_votes(self, fused: list[tuple[int, float]], learned: questions.Learned, text: str,
+                    allowed: np.ndarray, mode: str) -> tuple[list[tuple[int, float]], dict[tuple, str]]:
+        """An entry accepted for this question (or a near-identical one) leads; one demoted for it
+        drops below the next and never leads. Returns the ranking and {section group: question}
+        of the pinned entries."""
+        from .userbank import normalize
+
+        qvec = None if mode == "lexical" else self.query_vector(text)
+        norm = normalize(text)
+        pins = [(row, q) for row, q, _ in learned.accepted.near(norm, qvec) if allowed[row]]
+        demoted = [row for row, _, _ in learned.demoted.near(norm, qvec)]
+        if not pins and not demoted:
+            return fused, {}
+        fused = pin_and_demote(fused, [row for row, _ in pins], demoted, group=self._group)
+        kept = {self._group(row) for row, _ in fused}
+        return fused, {self._group(row): q for row, q in reversed(pins) if self._group(row) in kept}
+
+    def _group(self, row: int) -> tuple:
+        """One key for a section and its twins (twins.py), which a ranking shows once."""
+        return min(section_key(self.index.entries[r]) for r in [row, *self._twin_rows(row)])
 
     def question_rankings(self, terms: QueryTerms, text: str, allowed: np.ndarray, depth: int,
-                          mode: str) -> AskedAs:
-        """Entries ranked by their best question of the bank, by BM25 and by cosine."""
-        bank = self.index.questions
+                          mode: str, bank: questions.QuestionIndex | None = None) -> AskedAs:
+        """Entries ranked by their best question of `bank` (default: the index's), by BM25 and by cosine."""
+        bank = self.index.questions if bank is None else bank
         if bank is None or not len(bank):
             return AskedAs()
-        asked = AskedAs()
+        asked = AskedAs(bank=bank)
         if mode != "dense" and QUESTION_LEXICAL_WEIGHT and terms.tokens:
             asked.lexical, asked.lexical_best = bank.lexical_ranking(terms.tokens, terms.extra, allowed, depth)
         if mode != "lexical":
@@ -268,6 +329,8 @@ class Retriever:
         """The bank question through which `row` (or its twin) ranked where it did, when a question
         placed it higher than the entry's own text did; None otherwise."""
         asked = ranking.asked
+        if ranking.pinned and self._group(row) in ranking.pinned:
+            return ranking.pinned[self._group(row)]
         for r in [row, *self._twin_rows(row)]:
             found = []
             if r in asked.closer:  # a question nearer the query than the entry's text
@@ -275,7 +338,7 @@ class Retriever:
             if r in asked.lexical_best and asked.rank_in(asked.lexical, r) < (ranking.lexical_rank(r) or math.inf):
                 found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
             if found:
-                return self.index.questions.texts[min(found)[1]]
+                return asked.bank.texts[min(found)[1]]
         return None
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -386,7 +449,7 @@ class Retriever:
 
     def best_question_cosine(self, text: str, ranking: Ranking, row: int) -> float:
         """The highest cosine between the query and a bank question of `row`: -1 when it has none."""
-        bank = self.index.questions
+        bank = ranking.asked.bank or self.index.questions
         if bank is None or not len(bank):
             return -1.0
         cosines = ranking.asked.cosines
@@ -412,6 +475,7 @@ class AskedAs:
     dense_best: dict[int, int] = field(default_factory=dict)
     cosines: np.ndarray | None = None
     closer: dict[int, int] = field(default_factory=dict)  # row -> its question nearer the query than its text
+    bank: questions.QuestionIndex | None = None  # the questions searched (shipped, and the user's accepted)
 
     @staticmethod
     def rank_in(ranked: list[int], row: int) -> float:
@@ -431,6 +495,8 @@ class Ranking:
     dense_ids: list[int]
     dense_scores: list[float]
     asked: AskedAs = field(default_factory=AskedAs)
+    pinned: dict[tuple, str] = field(default_factory=dict)  # section group -> the accepted question that pinned it
+    pinned_lead: bool = False  # the top entry was accepted by the user for this question
 
     def lexical_rank(self, row: int) -> int | None:
         return self._lexical_ranks.get(row)

@@ -14,11 +14,25 @@ if TYPE_CHECKING:
     from .llm import LLMStream
 
 
+MATCHED_WIDTH = 100  # characters of a matched question shown under a source
+
+
+def matched_line(question: str | None) -> list[str]:
+    """"matched: <question>" under a source found through a question of the bank, on one line."""
+    if not question:
+        return []
+    text = " ".join(question.split())
+    text = text if len(text) <= MATCHED_WIDTH else text[:MATCHED_WIDTH - 1] + "…"
+    return [click.style(f"    matched: {text}", fg="magenta")]
+
+
 def _citation_lines(answer: Answer) -> list[str]:
     lines = []
+    matched = {h.entry.id: h.matched_question for h in answer.hits}
     for c in answer.citations:
         lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True) + " › ".join(c.trail))
         lines.append(click.style(f"    {c.location}", dim=True) + (f"  {c.url}" if c.url else ""))
+        lines += matched_line(matched.get(c.entry_id))
         for other in c.also_at:
             lines.append(click.style(f"    also at {other['doc']}:{other['line_start']}-{other['line_end']}", dim=True))
         lines += _twin_lines(c.twins, c.lang)
@@ -98,6 +112,8 @@ def print_hit_rows(hits: list[Hit]) -> None:
         )
         if e.url:
             click.echo(click.style(f"    {e.url}", dim=True))
+        for line in matched_line(hit.matched_question):
+            click.echo(line)
         for line in _twin_lines(e.twins, e.lang):
             click.echo(line)
 

@@ -308,6 +308,7 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         "answer": answer.text,
         "entry_ids": [c.entry_id for c in answer.citations],
         "row": None,
+        "learn": learnable(answer),
     }
     yield history, session
 
@@ -413,6 +414,43 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
     session["last_vote"] = position
     thanks = "helpful" if vote > 0 else "not helpful"
     return session, f"Thanks: answer marked {thanks}. Add a comment below if you like (optional)."
+
+
+def learnable(answer: Answer) -> dict | None:
+    """What a vote on `answer` teaches the user's question bank: what it searched, and its cited
+    lead entry (userbank.py); None when it found no entry."""
+    from .userbank import entry_key
+
+    lead = next((h.entry for h in answer.hits if answer.citations and h.entry.id == answer.citations[0].entry_id),
+                None)
+    if answer.abstained or lead is None:
+        return None
+    return {"question": answer.normalized_query, "entry": entry_key(lead)}
+
+
+def learn_from_vote(helper, session: dict | None, index, liked) -> str:
+    """A thumbs-up adds the answer's question to the user's bank for its lead entry, a thumbs-down
+    demotes that entry for it, taking the vote back removes what it added. Returns a note for
+    the status line ("" when there is nothing to say)."""
+    bank = getattr(helper, "user_bank", None)
+    position = index[0] if isinstance(index, list | tuple) else index
+    turn = (session or {}).get("answers", {}).get(int(position)) if position is not None else None
+    taught = turn.get("learn") if turn else None
+    if bank is None or not taught:
+        return ""
+    vote = _vote_of(liked)
+    try:
+        if vote is None:
+            bank.forget(taught["question"], taught["entry"])
+            return ""
+        bank.add(taught["question"], taught["entry"], vote, "web")
+    except RlhelperError as err:
+        log.warning("the vote was not learned: %s", err)
+        return f" (Not learned: {err})"
+    heading = taught["entry"].get("heading") or "this entry"
+    if vote > 0:
+        return f" “{render.esc(heading)}” will lead for this question from now on."
+    return f" “{render.esc(heading)}” will not lead for this question again."
 
 
 def add_comment(store: FeedbackStore, session: dict | None, comment: str,
@@ -701,6 +739,8 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
                                           allowed=lambda: limiter.allow(*_client_keys(request)))
         except RequestError as err:
             raise refused(err) from None
+        if status.startswith(("Thanks", "Vote removed")):  # recorded: refused or full votes teach nothing
+            status += learn_from_vote(helper, session, payload.get("index"), payload.get("liked"))
         return session, status, gr.update(visible=True)
 
     def comment(session, text, request: gr.Request):
