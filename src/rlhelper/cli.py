@@ -101,6 +101,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
     With --llm, your OpenAI-compatible model writes the ways a user would ask for each section
     (only new or changed sections are sent; see docs/llm.md):
 
+    \b
       rlhelper ingest my-docs --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
     """
     from .api import _resolve_index_path
