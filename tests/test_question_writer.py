@@ -145,6 +145,7 @@ def bank_lines(collection: str = "mydocs") -> dict[str, dict]:
     '<think>the user wants a list</think>\n["why OOM in rollout?", "CUDA out of memory rollout", "显存不足怎么办"]',
     '["why OOM in rollout?", "CUDA out of memory rollout", "显存不足怎么办", "and a fourth that was cu',
     'Sure! ["why OOM in rollout?", "CUDA out of memory rollout", "显存不足怎么办"] Hope this helps.',
+    '["1. why OOM in rollout?", "2. CUDA out of memory rollout", "3. 显存不足怎么办"]',
 ])
 def test_a_list_is_read_in_the_shapes_models_write_it(reply):
     from rlhelper.llm import strip_thinking  # complete() strips the thinking before parsing

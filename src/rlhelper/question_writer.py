@@ -206,7 +206,7 @@ def parse_questions(reply: str) -> list[str]:
         items = [i for n, i in enumerate(items) if not (i.endswith((":", "：")) and n == 0)]  # "Here are ...:"
     kept, seen = [], set()
     for item in items:
-        text = clean(item)
+        text = clean(_BULLET.sub("", item, count=1))  # models number the strings of a JSON list too
         folded = " ".join(text.casefold().split())
         if not text or len(text) > MAX_QUESTION_CHARS or folded in seen or text in ("[", "]", "```"):
             continue
