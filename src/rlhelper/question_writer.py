@@ -494,13 +494,21 @@ def _ask_all(todo: list[Section], writer: BankWriter, report: WriteReport,
     written: dict[tuple[str, str, str], list[str]] = {}
     if not todo:
         return written
-    import langchain_openai  # noqa: F401 - seconds to import: once, here, before the deadline's clock starts
+    # Seconds to import, and partly lazy (httpx is imported by the first request): imported here,
+    # before the deadline's clock starts, and never by two worker threads at once (that fails with
+    # "partially initialized module 'httpx'").
+    import httpx  # noqa: F401
+    import langchain_openai  # noqa: F401
+    import openai  # noqa: F401
+    from langchain_core.messages import HumanMessage  # noqa: F401
 
     run = _Run(writer)
     total = len(todo)
     _report(progress, 0, total, "writing questions")
     pool = ThreadPoolExecutor(max_workers=max(1, int(writer.concurrency)), thread_name_prefix="rlhelper-questions")
-    futures = {pool.submit(run.ask, s): s for s in todo}
+    futures = {pool.submit(run.ask, todo[0]): todo[0]}
+    wait(futures, timeout=max(0.0, run.deadline - time.monotonic()))  # the first alone: the client warms up once
+    futures.update({pool.submit(run.ask, s): s for s in todo[1:]})
     pending = set(futures)
     try:
         while pending:
