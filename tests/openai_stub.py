@@ -76,9 +76,10 @@ class OpenAIStub:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            if self.responder is not None:
-                return self.responder(body, len(self.requests))
-            return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+            number = len(self.requests)
+            if self.responder is None:
+                return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return self.responder(body, number)  # outside the lock: requests are answered concurrently
 
     def user_messages(self) -> list[str]:
         """The last user message of every request so far, in arrival order."""

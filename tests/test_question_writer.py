@@ -262,6 +262,28 @@ def test_a_server_that_fails_half_way_leaves_a_usable_index_and_the_next_run_fin
     assert not finished.llm_questions.failed and len(Index.load(index_path).questions) == 4 * 8
 
 
+def test_at_most_concurrency_requests_at_once_and_a_failed_one_retried(serve, docs, index_path):
+    import threading
+    import time
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def busy(body: dict, n: int) -> Reply:
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.3)  # the handler thread is busy: the request is in flight
+        with lock:
+            state["now"] -= 1
+        return Reply(status=502) if n == 1 else good(body, n)
+
+    stub = serve(responder=busy)
+    report = ingest([docs], index=index_path, llm=writer(stub, concurrency=2))
+    assert state["most"] == 2
+    assert (len(report.llm_questions.written), report.llm_questions.failed) == (4, [])
+    assert len(stub.requests) == 5  # the 502 was asked again, once
+
+
 def test_no_server_stops_asking_after_a_run_of_failures(docs, index_path, monkeypatch):
     monkeypatch.setattr(question_writer, "GIVE_UP_AFTER", 2)
     settings = LLMSettings(base_url="http://127.0.0.1:9/v1", model="m", timeout=2)  # port 9: nothing listens
