@@ -383,3 +383,14 @@ def test_the_command_refuses_unusable_llm_options(docs, index_path, args, says):
     result = CliRunner().invoke(main, ["ingest", str(docs), "--index", str(index_path), *args])
     assert result.exit_code != 0 and says in result.output
     assert not index_path.exists()
+
+
+def test_a_document_name_never_writes_outside_the_bank(tmp_path):
+    folder = tmp_path / "bank"
+    evil = [Section("../outside", "a.md", "h", ("h",), "", "en", "t"),
+            Section("mine", "../../outside.md", "h", ("h",), "", "en", "t"),
+            Section("mine", "/tmp/absolute.md", "h", ("h",), "", "en", "t")]
+    settings = LLMSettings(base_url="http://127.0.0.1:9/v1", model="m")
+    report = question_writer.write_bank(evil, BankWriter(settings, folder=folder))
+    assert [reason for _, reason in report.failed] == ["the document's name cannot be a file name here"] * 3
+    assert report.requests == 0 and not any(tmp_path.rglob("*.jsonl"))
