@@ -1,8 +1,9 @@
 """A real HTTP server speaking the OpenAI chat-completions protocol, for tests.
 
 Listens on 127.0.0.1 on a free port, in a thread. Each POST
-/v1/chat/completions takes the next scripted `Reply` (the last one repeats)
-and answers it streamed (SSE `data: {...}` chunks, then `data: [DONE]`) when
+/v1/chat/completions takes the next scripted `Reply` (the last one repeats),
+or, given a `responder`, the Reply it returns for (request body, 1-based
+request number), and answers it streamed (SSE `data: {...}` chunks, then `data: [DONE]`) when
 the request says "stream": true, else as one JSON object. Every request body
 is kept in `requests` so a test can assert what the client sent.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,8 +34,10 @@ class Reply:
 
 
 class OpenAIStub:
-    def __init__(self, *replies: Reply, model: str = "stub-model"):
+    def __init__(self, *replies: Reply, model: str = "stub-model",
+                 responder: Callable[[dict, int], Reply] | None = None):
         self.replies = list(replies) or [Reply("ok [1]")]
+        self.responder = responder
         self.model = model
         self.requests: list[dict] = []
         self.headers: list[dict] = []  # lower-cased names
@@ -72,7 +76,16 @@ class OpenAIStub:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+            number = len(self.requests)
+            if self.responder is None:
+                return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return self.responder(body, number)  # outside the lock: requests are answered concurrently
+
+    def user_messages(self) -> list[str]:
+        """The last user message of every request so far, in arrival order."""
+        with self._lock:
+            return [next(m["content"] for m in reversed(b.get("messages", [])) if m.get("role") == "user")
+                    for b in self.requests]
 
     def wait(self, seconds: float) -> None:
         self._stop.wait(min(seconds, MAX_WAIT))

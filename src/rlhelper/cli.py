@@ -49,6 +49,11 @@ def llm_options(fn):
     return _apply(_llm_options, fn)
 
 
+def llm_connection_options(fn):
+    """Where the LLM is, without ask's --llm flag (ingest has its own)."""
+    return _apply(_llm_options[1:], fn)
+
+
 def _filters_of(framework, collection, lang) -> dict:
     return {"framework": list(framework) or None, "collection": list(collection) or None, "lang": lang}
 
@@ -80,17 +85,38 @@ def main():
 @click.option("--index", "index", help="Index folder or name (default: index/default).")
 @click.option("--rebuild", is_flag=True, help="Ignore what is indexed and build from scratch.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, collection, embedder, index, rebuild, quiet):
+@click.option("--llm", is_flag=True,
+              help="Have your LLM write 8-12 questions per section of PATHS, searched beside it (docs/llm.md).")
+@llm_connection_options
+@click.option("--llm-concurrency", type=click.IntRange(min=1), help="Requests to the LLM at once (default 4).")
+@click.option("--llm-deadline", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds for all the LLM's requests (default 3600); the rest are asked next time.")
+def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url, llm_model, llm_api_key_env,
+           llm_timeout, llm_concurrency, llm_deadline):
     """Parse docs into entries and (re)build the index.
 
     With no PATHS, ingests the shipped collections (seeds and official).
     PATHS may be any folders or files of .md, .mdx, .rst or .txt docs.
+
+    With --llm, your OpenAI-compatible model writes the ways a user would ask for each section
+    (only new or changed sections are sent; see docs/llm.md):
+
+    \b
+      rlhelper ingest my-docs --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
     """
     from .api import _resolve_index_path
     from .ingest import NOTHING_TO_INDEX
     from .ingest import ingest as run_ingest
     from .status import counted
 
+    writer = None
+    settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout,
+                             extra={"--llm-concurrency": llm_concurrency, "--llm-deadline": llm_deadline},
+                             purpose="write questions for your docs")
+    if settings is not None:
+        from .question_writer import BankWriter
+
+        writer = BankWriter.resolve(settings, concurrency=llm_concurrency, deadline=llm_deadline)
     target = _resolve_index_path(index) if index else None
     bar_state = {}
 
@@ -105,10 +131,15 @@ def ingest(paths, collection, embedder, index, rebuild, quiet):
 
     try:
         report = run_ingest(list(paths) or None, collection=collection, embedder=embedder, index=target,
-                            rebuild=rebuild, progress=progress)
+                            rebuild=rebuild, progress=progress, llm=writer)
     finally:
         if "bar" in bar_state:
             bar_state["bar"].__exit__(None, None, None)
+    if report.llm_questions is not None:
+        summary, *failures = report.llm_questions.lines()
+        click.echo(summary, err=True)
+        for line in failures:
+            click.secho(f"note: {line}", fg="yellow", err=True)
     for note in report.notes:
         if note != NOTHING_TO_INDEX:  # the error below says it, with the paths
             click.secho(f"note: {note}", fg="yellow", err=True)
@@ -251,15 +282,15 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
         click.echo(err=True)
 
 
-def _llm_settings(llm, base_url, model, api_key_env, timeout):
+def _llm_settings(llm, base_url, model, api_key_env, timeout, extra=None, purpose="write the answer"):
     """The LLM settings for --llm, resolved before searching so a bad one fails at once; None without --llm."""
     if not llm:
         given = {"--llm-base-url": base_url, "--llm-model": model, "--llm-api-key-env": api_key_env,
-                 "--llm-timeout": timeout}
+                 "--llm-timeout": timeout, **(extra or {})}
         stray = [flag for flag, value in given.items() if value is not None]
         if stray:
             raise click.UsageError(f"{', '.join(stray)} only applies with --llm: add --llm to have your LLM "
-                                   "write the answer.")
+                                   f"{purpose}.")
         return None
     from .llm import LLMSettings
 

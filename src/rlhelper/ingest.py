@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config, embed, lexical, questions, store, twins
+from . import config, embed, lexical, question_writer, questions, store, twins
 from .entries import build_entries, merge_duplicates, read_document
 from .errors import (
     ConfigError,
@@ -94,6 +94,7 @@ class IngestReport:
     written: bool = False  # False when nothing changed and the index was left as it was
     embedder: str = ""
     notes: list[str] = field(default_factory=list)  # ignored files, full rebuilds, ...
+    llm_questions: question_writer.WriteReport | None = None  # what --llm had the model write
 
 
 # --- finding documents ---------------------------------------------------------------
@@ -249,10 +250,13 @@ def ingest(
     progress: Progress | None = None,
     faiss_type: str | None = None,
     lock_timeout: float | None = None,
+    llm: question_writer.BankWriter | None = None,
 ) -> IngestReport:
     """Bring the index at `index` (default: config.index_path()) up to date with `sources`.
 
-    `progress(done, total, label)` is called during embedding and writing.
+    `progress(done, total, label)` is called during embedding and writing. With `llm`, the
+    user's model writes questions for this run's sections first (question_writer.py); its
+    failures are in `report.llm_questions`, never raised.
     Raises IndexLockedError when another ingest holds the index past `lock_timeout`.
     """
     started = time.perf_counter()
@@ -287,18 +291,21 @@ def ingest(
             report.notes.append(report.rebuilt)
 
         docs = _plan(found, previous, same_space, settings, max_tokens, report)
-        bank = questions.read_bank(question_bank_dir())
-        bank_print = questions.fingerprint(bank.questions)
         if not any(d.entries for d in docs):
             report.notes.append(NOTHING_TO_INDEX)
             report.seconds = time.perf_counter() - started
             return report
+        bank = questions.read_bank(question_bank_dir())
+        bank_print = questions.fingerprint(bank.questions)
+        if llm is not None:
+            report.llm_questions = _write_questions(docs, bank, llm, progress, report)
+        llm_print = _add_written_questions(bank, docs, report)
         unchanged = (
             old_manifest is not None and same_space and not report.updated and not report.dropped
             and [(r["collection"], r["doc"], r["sha256"]) for r in old_manifest["documents"]]
             == [(d.record["collection"], d.record["doc"], d.record["sha256"]) for d in docs]
             and old_manifest["faiss"]["type"] == kind
-            and old_manifest.get("settings") == _index_settings(settings, bank_print)
+            and old_manifest.get("settings") == _index_settings(settings, bank_print, llm_print)
             and _still_loads(path, report)
         )
         if unchanged:
@@ -309,7 +316,7 @@ def ingest(
             vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
             previous = None  # its arrays are no longer needed: let them go before writing
             contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
-            contents.settings = _index_settings(settings, bank_print)
+            contents.settings = _index_settings(settings, bank_print, llm_print)
             contents.questions = _question_index(bank, contents.entries, emb, path if same_space else None,
                                                  progress, report)
             _report(progress, report.embedded, report.embedded + 1, "writing index")
@@ -342,17 +349,46 @@ def _still_loads(path: Path, report: IngestReport) -> bool:
         return False
 
 
-def _index_settings(settings: dict, bank_print: str | None = None) -> dict:
+def _index_settings(settings: dict, bank_print: str | None = None, llm_print: str | None = None) -> dict:
     # How entries are linked across documents is in it: an index linked otherwise is relinked
     # (reusing every vector) on the next ingest. So is the question bank's content: an edited
-    # bank is indexed again (only new questions are embedded).
+    # bank is indexed again (only new questions are embedded). The questions the user's model
+    # wrote have their own fingerprint, so `rlhelper info` still compares the shipped bank alone.
     kept = {k: v for k, v in settings.items() if k not in ("embedder", "recipe")}
-    return {**kept, "twins": twins.VERSION, **({"questions": bank_print} if bank_print else {})}
+    return {**kept, "twins": twins.VERSION, **({"questions": bank_print} if bank_print else {}),
+            **({"llm_questions": llm_print} if llm_print else {})}
 
 
 def question_bank_dir() -> Path:
     """The shipped question bank: `questions/` beside the collections (setting question_bank_dir)."""
     return Path(config.setting("question_bank_dir", default=str(config.corpus_dir() / questions.BANK_FOLDER)))
+
+
+def _write_questions(docs: list[_Doc], shipped: questions.BankReport, llm: question_writer.BankWriter,
+                     progress: Progress | None, report: IngestReport) -> question_writer.WriteReport:
+    """Have the user's model write questions for the sections of this run's documents that the
+    shipped bank does not cover; drop those of documents gone or left with no answerable section."""
+    in_run = question_writer.sections(e for d in docs if d.in_run for e in d.entries)
+    with_sections = {(s.collection, s.doc) for s in in_run}
+    gone = [tuple(name.split("/", 1)) for name in report.dropped]
+    gone += [d.key for d in docs if d.in_run and d.key not in with_sections]
+    covered = {(q.collection, q.doc, q.heading) for q in shipped.questions}
+    return question_writer.write_bank(in_run, llm, covered=covered, gone_docs=gone, progress=progress)
+
+
+def _add_written_questions(bank: questions.BankReport, docs: list[_Doc], report: IngestReport) -> str | None:
+    """Add the user's LLM bank (the questions written for the sections' current text) to `bank`;
+    its fingerprint, or None when it holds none."""
+    if not question_writer.bank_dir().is_dir():
+        return None
+    written, stale = question_writer.read_bank(question_writer.sections(e for d in docs for e in d.entries))
+    if stale:
+        report.notes.append(f"{stale} section(s) changed since your LLM wrote their questions, which are not "
+                            "searched until `rlhelper ingest ... --llm` writes them again")
+    if not written.questions:
+        return None
+    bank.questions += written.questions
+    return questions.fingerprint(written.questions)
 
 
 def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed.Embedder,

@@ -575,3 +575,51 @@ def answer_with_llm(
         return answer
     result = generate(answer.question, answer.hits, settings, stream=stream, on_token=on_token)
     return merge_into_answer(answer, result, settings)
+
+
+# -- one plain request (the question bank's writer uses it: question_writer.py) ------------------
+
+
+class LLMRequestError(RlhelperError):
+    """One request to the model failed. `reason` is short ("HTTP 500", "timeout"); `retryable`
+    says whether the same request may succeed if sent again (timeouts, 5xx, 429, no connection)."""
+
+    def __init__(self, reason: str, *, retryable: bool = False):
+        super().__init__(reason)
+        self.reason, self.retryable = reason, retryable
+
+
+def complete(system: str, user: str, settings: LLMSettings) -> str:
+    """The model's reply to one (system, user) exchange, a leading <think> block removed.
+
+    Raises LLMRequestError when the request fails (no retry here: the caller decides),
+    LLMError when langchain-openai is missing.
+    """
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    model = _chat_model(settings, streaming=False)
+    try:
+        reply = model.invoke([SystemMessage(content=system), HumanMessage(content=user)])
+    except Exception as exc:
+        failure = request_failure(exc)
+        if failure is None:
+            raise
+        raise failure from exc
+    return strip_thinking(_content_text(reply.content)).strip()
+
+
+def request_failure(exc: BaseException) -> LLMRequestError | None:
+    """The short reason a request failed, or None for errors that are bugs, not outages."""
+    import httpx
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):  # before APIConnectionError: a subclass
+        return LLMRequestError("timeout", retryable=True)
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+        return LLMRequestError("could not be reached", retryable=True)
+    if isinstance(exc, openai.APIStatusError):
+        code = exc.status_code
+        return LLMRequestError(f"HTTP {code}", retryable=code >= 500 or code == 429)
+    if isinstance(exc, openai.OpenAIError):
+        return LLMRequestError(" ".join(str(exc).split())[:200] or type(exc).__name__)
+    return None

@@ -48,7 +48,9 @@ class BankQuestion:
     doc: str
     heading: str
     text: str
-    source: str = "shipped"  # "shipped" (the bank beside the corpus) or "user" (learned from feedback)
+    # "shipped" (the bank beside the corpus), "user" (learned from feedback) or "llm" (written by the
+    # user's own model for their documents: question_writer.py)
+    source: str = "shipped"
 
 
 @dataclass
