@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install -q --disable-pip-version-check
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint install install-test chromium eval bench clean
+.PHONY: run test lint install install-test chromium eval bench bank-vectors clean
 
 $(BIN)/python:
 	python3 -m venv $(VENV)
@@ -46,6 +46,11 @@ eval: install
 
 bench: install
 	$(BIN)/rlhelper bench
+
+# The shipped question bank's vectors for the default embedder, so a cold ingest need not embed
+# them; run after editing ingest/questions (a test fails while the file is out of step).
+bank-vectors: install
+	$(PY) -m rlhelper.questions ingest/questions
 
 clean:
 	rm -rf $(VENV) index/default index/.default* build *.egg-info

@@ -395,7 +395,8 @@ def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed
                     previous_index: Path | None, progress: Progress | None,
                     report: IngestReport) -> questions.QuestionIndex | None:
     """The bank's questions keyed to `entries`, embedded (a question the previous index of the same
-    embedder holds keeps its vector); questions whose entry is gone are reported."""
+    embedder holds keeps its vector, the shipped bank's vector file gives most others); questions whose entry
+    is gone are reported."""
     attached = questions.attach(bank, entries)
     held = {e.collection for e in entries}
     bank.orphans = [o for o in bank.orphans if o[0] in held]  # another index's collections are not lost
@@ -411,6 +412,9 @@ def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed
         except IndexCorruptError:
             reuse = {}
     fresh = list(dict.fromkeys(q.text for _, q in attached if q.text not in reuse))
+    if fresh:
+        reuse.update(questions.shipped_vector_cache(question_bank_dir(), emb.id).held(emb.id, fresh))
+        fresh = [t for t in fresh if t not in reuse]
     if fresh:
         total = len(fresh)
         _report(progress, 0, total, "embedding questions")

@@ -354,11 +354,13 @@ def learned(records, shipped: QuestionIndex | None, entries: list[Entry], row_of
 
 
 class VectorCache:
-    """Vectors of learned questions by text and embedder, in one small .npz file beside the bank,
-    so a process start does not embed them again."""
+    """Vectors of questions by text and embedder, in one .npz file: the learned questions' beside the
+    user's bank, so a process start does not embed them again, and the shipped bank's (read only),
+    so a cold ingest of the default corpus does not embed three thousand questions."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, dtype=np.float32):
         self.path = Path(path)
+        self.dtype = dtype  # of the file; vectors are handed out as float32
 
     @staticmethod
     def key(embedder_id: str, text: str) -> str:
@@ -377,6 +379,12 @@ class VectorCache:
             self._write(held)
         return np.stack([held[k] for k in keys]).astype(np.float32)
 
+    def held(self, embedder_id: str, texts: Iterable[str]) -> dict[str, np.ndarray]:
+        """The vectors the file holds for `texts`, by text; nothing is embedded or written."""
+        held = self._read()
+        found = {t: held.get(self.key(embedder_id, t)) for t in texts}
+        return {t: v.astype(np.float32) for t, v in found.items() if v is not None}
+
     def _read(self) -> dict[str, np.ndarray]:
         try:
             with np.load(self.path, allow_pickle=False) as data:
@@ -392,8 +400,35 @@ class VectorCache:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with open(fd, "wb") as out:
                 np.savez(out, keys=np.array(list(held), dtype=str),
-                         vectors=np.stack(list(held.values())).astype(np.float32))
+                         vectors=np.stack(list(held.values())).astype(self.dtype))
             os.replace(tmp, self.path)
         except OSError:  # a read-only data folder: embed again next time
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+
+SHIPPED_VECTORS = "vectors"  # folder of the bank: <embedder>.npz, made by `make bank-vectors`
+
+
+def shipped_vector_cache(bank_dir: Path, embedder_id: str) -> VectorCache:
+    """The shipped bank's vectors for one embedder. float16 halves the file; a cosine moves by
+    about 1e-4, far below the gaps that order entries."""
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in embedder_id)
+    return VectorCache(Path(bank_dir) / SHIPPED_VECTORS / f"{name}.npz", dtype=np.float16)
+
+
+def write_shipped_vectors(bank_dir: Path, embedder) -> tuple[Path, int]:
+    """Embed every question of the shipped bank with `embedder` and write its vector file anew."""
+    texts = sorted({q.text for q in read_bank(bank_dir).questions})
+    cache = shipped_vector_cache(bank_dir, embedder.id)
+    cache.path.parent.mkdir(parents=True, exist_ok=True)
+    cache.path.unlink(missing_ok=True)
+    cache.vectors(embedder.id, texts, embedder.embed_documents)
+    return cache.path, len(texts)
+
+
+if __name__ == "__main__":  # make bank-vectors
+    from . import embed
+
+    written, count = write_shipped_vectors(Path(sys.argv[1]), embed.get_embedder(sys.argv[2] if len(sys.argv) > 2 else None))
+    print(f"{count} questions -> {written}")
