@@ -122,3 +122,16 @@ def test_an_edited_bank_makes_the_index_out_of_date_and_reingest_embeds_only_the
     assert again.embedded == 0 and again.embedded_questions == 1
     hit = Helper.load(index).search("saved folder only has the model", k=1)[0]
     assert hit.entry.heading == heading and hit.matched_question == "saved folder only has the model"
+
+
+def test_an_entry_without_questions_is_asked_for_by_its_heading(corpus):
+    """Beside entries that have questions, one without keeps its place: an exact heading still leads."""
+    docs, bank, index = corpus
+    # A question that shares most words with the other entry's heading (a near miss of the bank's).
+    write_bank(bank, [("Checkpoint files are incomplete", ["rollout throughput drops after the first checkpoint"])])
+    ingest([docs], collection="guide", index=index)
+    helper = Helper.load(index)
+    hit = helper.search("Rollout throughput drops after the first epoch", k=1)[0]
+    assert hit.entry.heading == "Rollout throughput drops after the first epoch"
+    assert hit.matched_question is None  # its heading is not shown as a question it matched
+    assert "heading" in helper.index.questions.sources

@@ -66,8 +66,9 @@ def test_a_misspelt_question_finds_its_entry(seeds_index):
 
 def test_a_misspelt_framework_name_still_points_at_its_framework(seeds_index):
     helper = Helper.load(seeds_index)
-    assert {hit.entry.framework for hit in helper.search("weight sync timeout", k=3)} != {"slime"}
-    assert {hit.entry.framework for hit in helper.search("weight sync timeout in skime", k=3)} == {"slime"}
+    assert helper.search("weight sync timeout", k=1)[0].entry.framework != "slime"
+    hinted = [hit.entry.framework for hit in helper.search("weight sync timeout in skime", k=3)]
+    assert hinted[0] == "slime" and hinted.count("slime") >= 2, hinted  # SkyRL's exact match may stay third
     retriever = helper._retriever
     terms = retriever.rank(normalize_query("gloo timeout in rilnf"), retriever.allowed_mask()).terms
     assert terms.misspelt_frameworks() == {"rlinf": 0.5}

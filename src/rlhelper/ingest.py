@@ -403,6 +403,7 @@ def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed
     report.notes += bank.notes()
     if not attached:
         return None
+    attached += questions.headings_as_questions(entries, attached)
     reuse: dict[str, np.ndarray] = {}
     folder = store.live_folder(previous_index) if previous_index is not None else None
     if folder is not None:

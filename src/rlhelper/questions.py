@@ -34,6 +34,8 @@ from .schema import Entry
 BANK_FOLDER = "questions"  # beside the collections, under config.corpus_dir()
 MAX_QUESTION_CHARS = 2_000  # a question longer than a pasted log tail is not a question
 MAX_QUESTIONS_PER_ENTRY = 40
+# How the bank is indexed; part of its fingerprint, so an index built otherwise is brought up to date.
+INDEXING = "headings-of-entries-without-questions"
 # Index files (inside an index version folder).
 QUESTIONS = "questions.jsonl"
 QUESTION_VECTORS = "questions.npy"
@@ -48,8 +50,9 @@ class BankQuestion:
     doc: str
     heading: str
     text: str
-    # "shipped" (the bank beside the corpus), "user" (learned from feedback) or "llm" (written by the
-    # user's own model for their documents: question_writer.py)
+    # "shipped" (the bank beside the corpus), "user" (learned from feedback), "llm" (written by the
+    # user's own model for their documents: question_writer.py) or "heading" (an entry with none of
+    # these, asked for by its heading: never shown as "matched")
     source: str = "shipped"
 
 
@@ -150,9 +153,23 @@ def attach(report: BankReport, entries: list[Entry]) -> list[tuple[int, BankQues
     return kept
 
 
+def headings_as_questions(entries: list[Entry], attached: list[tuple[int, BankQuestion]]
+                          ) -> list[tuple[int, BankQuestion]]:
+    """Each answerable entry the bank has no question for, asked for by its heading. Without it, the
+    questions' ranking lifts only entries that have questions, and an entry of the user's own docs
+    would lose to a shipped entry that its exact heading matches less well."""
+    asked = {row for row, _ in attached}
+    out = []
+    for (collection, doc, heading), row in section_rows(entries).items():
+        if row not in asked and heading.strip():
+            asked.add(row)
+            out.append((row, BankQuestion(collection, doc, heading, heading[:MAX_QUESTION_CHARS], source="heading")))
+    return out
+
+
 def fingerprint(questions: Iterable[BankQuestion]) -> str:
     """A hash of the bank's content: an index built from another bank is brought up to date."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(INDEXING.encode())
     for q in questions:
         h.update(json.dumps([q.collection, q.doc, q.heading, q.text, q.source], ensure_ascii=False).encode())
     return h.hexdigest()[:16]

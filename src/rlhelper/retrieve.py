@@ -338,7 +338,8 @@ class Retriever:
             if r in asked.lexical_best and asked.rank_in(asked.lexical, r) < (ranking.lexical_rank(r) or math.inf):
                 found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
             if found:
-                return asked.bank.texts[min(found)[1]]
+                best = min(found)[1]
+                return None if asked.bank.sources[best] == "heading" else asked.bank.texts[best]
         return None
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
