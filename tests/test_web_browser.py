@@ -99,12 +99,17 @@ def page(browser):
     context.close()
 
 
+FINAL = ".rl-answer .rl-sources, .rl-answer .rl-abstain, .rl-error"  # an answer's last part, or an error
+
+
 def ask(page, question: str) -> None:
+    """Ask and wait for this answer's final message. Waiting on the last final message alone would
+    return at once on a page that already holds an earlier answer (a slow server then reads that one)."""
+    before = page.locator(FINAL).count()
     box = page.locator("#rl-input textarea")
     box.fill(question)
     box.press("Enter")
-    # the final message: sources, or the no-match block, or an error
-    page.locator(".rl-answer .rl-sources, .rl-answer .rl-abstain, .rl-error").last.wait_for()
+    page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length > n", arg=[FINAL, before])
 
 
 def wait_for_row(db: Path, query: str, seconds: float = 10.0) -> tuple | None:
