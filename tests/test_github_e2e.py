@@ -190,3 +190,23 @@ def test_an_export_file_is_ingested_like_the_api(synced, tmp_path):
     answer = json.loads(rlhelper(["ask", ZORBLE, "--json", "--collection", "offline", "--index", str(index)],
                                  env).stdout)
     assert answer["citations"][0]["doc_title"] == "Reported issue widgetrl#1, closed 2025-03"
+
+
+def test_a_rate_limit_stops_the_cli_cleanly_and_the_same_command_resumes(synced, tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(os.path.realpath(synced["index"]), index)
+    env = {**synced["env"], "XDG_DATA_HOME": str(tmp_path / "data")}
+    command = ["ingest", "--github", REPO, "--github-token-env", "MY_GH_TOKEN", "--index", str(index)]
+    with FakeGitHub() as fake:
+        env["GITHUB_API_URL"] = fake.url
+        fake.faults[6] = ("rate", 3600)  # the second page of the issue list
+        stopped = rlhelper(command, env)
+        assert stopped.returncode == 0, stopped.stderr[-2000:]
+        assert "stopped early" in stopped.stderr and "run the same command again" in stopped.stderr
+        assert "1 document indexed" in stopped.stdout  # issue 1 of the first page; 2 has no maintainer reply
+        fake.requests.clear()
+        resumed = rlhelper(command, env)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        assert not fake.listed(f"/repos/{REPO}/issues/1/")  # the first page is not fetched again
+    assert "stopped" not in resumed.stderr and "1 new or changed, 1 unchanged" in resumed.stdout
+    assert TOKEN not in stopped.stderr + resumed.stderr
