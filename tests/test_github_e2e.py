@@ -77,6 +77,9 @@ def test_info_does_not_take_the_threads_for_a_missing_folder(synced):
     info = json.loads(proc.stdout)
     assert COLLECTION in {c["name"] for c in info["collections"]}
     assert not [line for line in info["out_of_date"] if "github" in line], info["out_of_date"]
+    # The command that updates the index is the docs' (the threads are kept as they are); an index whose
+    # threads' records have no file is not taken for one whose folders are unknown.
+    assert "github:" not in info["update_command"] and "folders the index was built from" not in info["update_command"]
 
 
 def test_the_token_is_in_no_output_and_no_file(synced):
