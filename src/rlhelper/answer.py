@@ -32,6 +32,7 @@ LABEL_KINDS = {
         "solution", "solutions", "fix", "fixes", "修复", "解决方案", "临时解决方案",
         "debug", "排查步骤", "causes & solutions", "workaround",
     ),
+    "reply": ("maintainer's reply",),  # a GitHub thread's (github/entries.py)
 }
 _KIND_OF_LABEL = {label: kind for kind, labels in LABEL_KINDS.items() for label in labels}
 
@@ -44,7 +45,7 @@ MAX_CITED = 2
 WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
                      "often score as high; check that it fits your case.")
 RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
-KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "text": ""}
+KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
 # Training frameworks as their docs spell them; query.detect_frameworks keys them in lower case.
 FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
 NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
@@ -102,6 +103,7 @@ def citation_for(hit: Hit, number: int) -> Citation:
         also_at=list(e.also_at),
         twins=list(e.twins),
         lang=e.lang,
+        kind=e.kind,
     )
 
 

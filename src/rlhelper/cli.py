@@ -78,6 +78,38 @@ def main():
 # -- ingest -------------------------------------------------------------------------
 
 
+def _github_documents(repo, paths, collection, since, labels, api_url, token_env, exports, include_unresolved):
+    """With --github: the repository's threads brought up to date, as ingest's documents; else None."""
+    options = {"--since": since, "--labels": labels, "--github-api-url": api_url, "--github-token-env": token_env,
+               "--github-export": exports or None, "--include-unresolved": include_unresolved or None}
+    if not repo:
+        stray = [name for name, value in options.items() if value]
+        if stray:
+            raise click.UsageError(f"{', '.join(stray)} only applies with --github OWNER/REPO.")
+        return None
+    if paths:
+        raise click.UsageError("--github indexes a repository's issues: give PATHS in another run.")
+    from .github.entries import thread_sources
+    from .github.source import update_threads
+
+    def notify(message):
+        click.secho(f"github: {message}", fg="yellow", err=True)
+
+    update = update_threads(repo, exports=list(exports), since=since, labels=labels, api_url=api_url,
+                            token_env=token_env, notify=notify)
+    for note in update.notes:
+        click.secho(f"note: {note}", fg="yellow", err=True)
+    threads = update.store.load()
+    how = f"read {update.fetched} from the export(s)" if exports else \
+        f"fetched {update.fetched} changed since the last sync ({update.requests} requests)"
+    click.echo(f"github: {repo}: {how}; {len(threads)} stored in {update.store.folder}", err=True)
+    if update.stopped:
+        click.secho(f"github: stopped early: {update.stopped}. The threads fetched so far are indexed now.",
+                    fg="yellow", err=True)
+    return thread_sources(threads, update.store.repo, collection=collection, include_unresolved=include_unresolved,
+                          issues_file=update.store.issues_file)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--collection", help="Collection name for PATHS (default: the folder name).")
@@ -91,8 +123,19 @@ def main():
 @click.option("--llm-concurrency", type=click.IntRange(min=1), help="Requests to the LLM at once (default 4).")
 @click.option("--llm-deadline", type=click.FloatRange(min=0, min_open=True),
               help="Seconds for all the LLM's requests (default 3600); the rest are asked next time.")
+@click.option("--github", "github", metavar="OWNER/REPO",
+              help="Index the repository's closed issues that a maintainer answered (docs/github.md).")
+@click.option("--since", help="With --github: only issues updated since this date (YYYY-MM-DD).")
+@click.option("--labels", help="With --github: only issues with all these labels (L1,L2).")
+@click.option("--github-api-url", help="With --github: the API's URL (default GITHUB_API_URL or api.github.com).")
+@click.option("--github-token-env", metavar="NAME", help="With --github: the variable holding the token "
+              "(default GITHUB_TOKEN).")
+@click.option("--github-export", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --github: read a saved `gh` export instead of the API. Repeatable.")
+@click.option("--include-unresolved", is_flag=True, help="With --github: keep threads no maintainer answered.")
 def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url, llm_model, llm_api_key_env,
-           llm_timeout, llm_concurrency, llm_deadline):
+           llm_timeout, llm_concurrency, llm_deadline, github, since, labels, github_api_url, github_token_env,
+           github_export, include_unresolved):
     """Parse docs into entries and (re)build the index.
 
     With no PATHS, ingests the shipped collections (seeds and official).
@@ -103,6 +146,12 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
 
     \b
       rlhelper ingest my-docs --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
+
+    With --github, the repository's closed issues (fetched since the last run, or read from
+    --github-export files) are indexed as the collection github:OWNER/REPO (docs/github.md):
+
+    \b
+      rlhelper ingest --github verl-project/verl --since 2025-01-01
     """
     from .api import _resolve_index_path
     from .ingest import NOTHING_TO_INDEX
@@ -117,6 +166,8 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         from .question_writer import BankWriter
 
         writer = BankWriter.resolve(settings, concurrency=llm_concurrency, deadline=llm_deadline)
+    documents = _github_documents(github, paths, collection, since, labels, github_api_url, github_token_env,
+                                  github_export, include_unresolved)
     target = _resolve_index_path(index) if index else None
     bar_state = {}
 
@@ -131,7 +182,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
 
     try:
         report = run_ingest(list(paths) or None, collection=collection, embedder=embedder, index=target,
-                            rebuild=rebuild, progress=progress, llm=writer)
+                            rebuild=rebuild, progress=progress, llm=writer, documents=documents)
     finally:
         if "bar" in bar_state:
             bar_state["bar"].__exit__(None, None, None)
@@ -147,6 +198,9 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         click.secho(f"warning: {path}: {message}", fg="yellow", err=True)
     for path, reason in report.failed:
         click.secho(f"skipped: {path}: {reason}", fg="yellow", err=True)
+    if not report.documents and github:
+        raise DocumentError(f"nothing indexed from {github}: no closed issue with a maintainer's reply or a closing "
+                            "commit (--include-unresolved indexes the others); the index was left as it was")
     if not report.documents:
         # A script that ingests an empty or wrong folder should stop here, not go on to serve.
         raise DocumentError(f"nothing indexed from {', '.join(map(str, paths)) or 'the shipped collections'}: "
@@ -398,12 +452,17 @@ def bench(ctx, json_out):
 
 
 @bench.command("scale")
-@click.option("--sizes", default="10000,100000", show_default=True, help="Comma-separated entry counts.")
-def bench_scale(sizes):
+@click.option("--sizes", default="10000,100000", show_default=True,
+              help="Comma-separated entry counts (empty: none).")
+@click.option("--threads", default="", help="Comma-separated counts of synthetic GitHub issue threads to ingest.")
+def bench_scale(sizes, threads):
     """Synthetic corpora of 10k and 100k entries: throughput, size on disk, latency, memory."""
     from . import bench as benchmarks
 
-    figures = benchmarks.run_scale_bench(sizes=tuple(int(s) for s in sizes.split(",")))
+    def counts(text):
+        return tuple(int(s) for s in text.split(",") if s.strip())
+
+    figures = benchmarks.run_scale_bench(sizes=counts(sizes), threads=counts(threads))
     click.echo(benchmarks.format_bench(figures))
 
 

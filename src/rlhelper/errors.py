@@ -47,3 +47,7 @@ class ConfigError(RlhelperError):
 
 class UserBankError(RlhelperError):
     """The user's question bank (or a file given to import) cannot be read or changed."""
+
+
+class GitHubError(RlhelperError):
+    """GitHub's API (or a saved export of it) cannot give the threads asked for."""

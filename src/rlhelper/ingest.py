@@ -66,7 +66,7 @@ from .schema import Entry
 DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".rest", ".txt")
 DEFAULT_MAX_TOKENS = 400
 # Source files whose code decides what entries and tokens come out of a document.
-SHAPING_MODULES = ("parse/*.py", "entries.py", "tokens.py", "lexical.py")
+SHAPING_MODULES = ("parse/*.py", "entries.py", "tokens.py", "lexical.py", "github/entries.py")
 
 Progress = Callable[[int, int, str], None]
 
@@ -105,6 +105,10 @@ class SourceDoc:
     doc: str  # POSIX path inside the collection, as entries and citations show it
     path: Path
     meta: dict
+    # A document that is no file of its own (a GitHub thread, github/entries.py): its text,
+    # and what turns that text into entries (build_entries' signature).
+    text: str | None = None
+    build: Callable[..., tuple[list[Entry], list[str]]] | None = None
 
 
 @dataclass
@@ -251,8 +255,10 @@ def ingest(
     faiss_type: str | None = None,
     lock_timeout: float | None = None,
     llm: question_writer.BankWriter | None = None,
+    documents: Sources | None = None,
 ) -> IngestReport:
-    """Bring the index at `index` (default: config.index_path()) up to date with `sources`.
+    """Bring the index at `index` (default: config.index_path()) up to date with `sources`
+    (or with `documents` found otherwise, e.g. GitHub threads: github/entries.py).
 
     `progress(done, total, label)` is called during embedding and writing. With `llm`, the
     user's model writes questions for this run's sections first (question_writer.py); its
@@ -262,7 +268,7 @@ def ingest(
     started = time.perf_counter()
     path = Path(index) if index is not None else config.index_path()
     report = IngestReport(index=path)
-    found = find_sources(sources, collection)
+    found = documents if documents is not None else find_sources(sources, collection)
     report.notes += found.notes
     report.failed += found.failed
     max_tokens = int(config.setting("max_tokens", default=DEFAULT_MAX_TOKENS))
@@ -317,8 +323,9 @@ def ingest(
             previous = None  # its arrays are no longer needed: let them go before writing
             contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
             contents.settings = _index_settings(settings, bank_print, llm_print)
+            given = _thread_titles(bank, contents)
             contents.questions = _question_index(bank, contents.entries, emb, path if same_space else None,
-                                                 progress, report)
+                                                 progress, report, given)
             _report(progress, report.embedded, report.embedded + 1, "writing index")
             store.save_index(path, contents)
             report.entries = len(contents.entries)
@@ -391,12 +398,27 @@ def _add_written_questions(bank: questions.BankReport, docs: list[_Doc], report:
     return questions.fingerprint(written.questions)
 
 
+def _thread_titles(bank: questions.BankReport, contents: store.IndexContents) -> dict[str, np.ndarray]:
+    """A GitHub thread's title is how its reporter asked: it joins the bank as its entry's question
+    (source "issue"), so a thread is ranked through the bank as a doc entry with questions is, not
+    only by its text. Its vector is the entry's own, which embeds the title already (embedding
+    every title again would double a repository's embedding time). Returns title -> vector."""
+    given: dict[str, np.ndarray] = {}
+    for entry, row in zip(contents.entries, contents.rows, strict=True):
+        if entry.kind == "issue" and entry.heading:
+            bank.questions.append(questions.BankQuestion(entry.collection, entry.doc, entry.heading, entry.heading,
+                                                         source="issue"))
+            given.setdefault(entry.heading, contents.parsed_vectors[row])
+    return given
+
+
 def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed.Embedder,
                     previous_index: Path | None, progress: Progress | None,
-                    report: IngestReport) -> questions.QuestionIndex | None:
+                    report: IngestReport, given: dict[str, np.ndarray] | None = None
+                    ) -> questions.QuestionIndex | None:
     """The bank's questions keyed to `entries`, embedded (a question the previous index of the same
-    embedder holds keeps its vector, the shipped bank's vector file gives most others); questions whose entry
-    is gone are reported."""
+    embedder holds keeps its vector, one in `given` takes that vector, the shipped bank's vector file
+    gives most others); questions whose entry is gone are reported."""
     attached = questions.attach(bank, entries)
     held = {e.collection for e in entries}
     bank.orphans = [o for o in bank.orphans if o[0] in held]  # another index's collections are not lost
@@ -412,6 +434,7 @@ def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed
             reuse = old.reusable_vectors() if old is not None else {}
         except IndexCorruptError:
             reuse = {}
+    reuse.update(given or {})
     fresh = list(dict.fromkeys(q.text for _, q in attached if q.text not in reuse))
     if fresh:
         reuse.update(questions.shipped_vector_cache(question_bank_dir(), emb.id).held(emb.id, fresh))
@@ -483,7 +506,7 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
     """The document as it should be indexed, or its previous state (or None) when it cannot be read."""
     key = (source.collection, source.doc)
     try:
-        text = read_document(source.path)
+        text = source.text if source.text is not None else read_document(source.path)
     except DocumentError as exc:
         report.failed.append((str(source.path), _reason(exc, source.path)))
         return old
@@ -493,8 +516,8 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
         report.skipped += 1
         return old
     try:
-        entries, warnings = build_entries(text, collection=source.collection, doc=source.doc, meta=source.meta,
-                                          max_tokens=max_tokens)
+        entries, warnings = (source.build or build_entries)(text, collection=source.collection, doc=source.doc,
+                                                            meta=source.meta, max_tokens=max_tokens)
     except Exception as exc:  # noqa: BLE001 - one document's parser failure must not stop the ingest
         report.failed.append((str(source.path), f"cannot be parsed: {_reason(exc, source.path)}"))
         return old
@@ -503,10 +526,11 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
         report.failed.append((str(source.path), "no text to index"))
         return old
     tokens = [lexical_tokens(e) for e in entries]
-    stat = source.path.stat()
-    record = {"collection": source.collection, "doc": source.doc, "source": str(source.path.resolve()),
-              "sha256": sha, "content_sha256": content, "entries": len(entries), "size": stat.st_size,
-              "mtime": stat.st_mtime, "meta": source.meta}
+    record = {"collection": source.collection, "doc": source.doc, "sha256": sha, "content_sha256": content,
+              "entries": len(entries), "meta": source.meta}
+    if source.text is None:  # a file: status and answers tell when it changed since
+        stat = source.path.stat()
+        record.update(source=str(source.path.resolve()), size=stat.st_size, mtime=stat.st_mtime)
     report.updated += 1
     return _Doc(key, record, entries, tokens, None, True, 0)
 

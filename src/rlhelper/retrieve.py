@@ -69,6 +69,10 @@ CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese coun
 CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
 SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 MAX_QUERY_BYTES = 1_000_000
+# A reported issue's thread (github/entries.py) scores x0.9: it ranks below a doc entry of the
+# same strength (the docs are the project's word; a thread is one user's case and its reply),
+# yet a thread that matches clearly better still leads.
+ISSUE_FACTOR = 0.9
 # The question bank (questions.py): entries ranked by their best question's BM25 are a third ranking
 # in the fusion, at this weight; the dense ranking scores an entry by the best cosine of its own text
 # and its questions (eval/README.md, "The question bank").
@@ -151,6 +155,7 @@ class Retriever:
             "collection": np.array([e.collection for e in entries]),
             "lang": np.array([e.lang for e in entries]),
             "answerable": np.array([e.answerable for e in entries], dtype=bool),
+            "issue": np.array([e.kind == "issue" for e in entries], dtype=bool),
         }
 
     @lru_cache(maxsize=256)  # noqa: B019 - one Retriever lives as long as its index
@@ -177,10 +182,13 @@ class Retriever:
         return [int(i) for i in ids], [float(s) for s in scores]
 
     def framework_factors(self, hints: dict[str, float], ids) -> dict[int, float]:
-        if not hints:
-            return {}
-        frameworks = self._columns["framework"]
-        return {i: 1.0 + FRAMEWORK_BOOST * hints.get(str(frameworks[i]), 0.0) for i in ids}
+        """Score factors: a framework the query names (x2 at full strength), an issue thread (x0.9)."""
+        frameworks, issues = self._columns["framework"], self._columns["issue"]
+        factors = {i: 1.0 + FRAMEWORK_BOOST * hints.get(str(frameworks[i]), 0.0) for i in ids} if hints else {}
+        for i in ids:
+            if issues[i]:
+                factors[i] = factors.get(i, 1.0) * ISSUE_FACTOR
+        return factors
 
     def search(
         self,
@@ -338,8 +346,9 @@ class Retriever:
             if r in asked.lexical_best and asked.rank_in(asked.lexical, r) < (ranking.lexical_rank(r) or math.inf):
                 found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
             if found:
-                best = min(found)[1]
-                return None if asked.bank.sources[best] == "heading" else asked.bank.texts[best]
+                q = min(found)[1]
+                # A heading or an issue's title asked for its own entry: "matched: <the heading>" says nothing.
+                return None if asked.bank.sources[q] in ("heading", "issue") else asked.bank.texts[q]
         return None
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:

@@ -74,6 +74,9 @@ class Entry:
     # (twins.py): list of {"entry_id", "collection", "doc", "heading", "lang", "breadcrumb",
     # "line_start", "line_end", "url"}.
     twins: list[dict] = field(default_factory=list)
+    # "doc" for a section of a document; "issue" for a closed GitHub issue's thread
+    # (github/entries.py), which answers cite as a reported issue, not as documentation.
+    kind: str = "doc"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -113,6 +116,7 @@ class Hit:
             "also_at": list(e.also_at),
             "twins": list(e.twins),
             "matched_question": self.matched_question,
+            "kind": e.kind,
         }
 
     def __repr__(self) -> str:
@@ -136,6 +140,7 @@ class Citation:
     also_at: list[dict] = field(default_factory=list)
     twins: list[dict] = field(default_factory=list)  # Entry.twins: the same section in other documents
     lang: str = ""
+    kind: str = "doc"  # Entry.kind: "issue" for a GitHub thread
 
     @property
     def location(self) -> str:
@@ -154,7 +159,7 @@ class Citation:
 class AnswerPart:
     """One piece of an extractive answer (symptom, cause or fix), verbatim from a cited entry."""
 
-    kind: str  # "symptom" | "cause" | "fix" | "text"
+    kind: str  # "symptom" | "cause" | "fix" | "reply" (a maintainer's, in an issue thread) | "text"
     text: str
     citation: int  # the Citation.number it comes from
 

@@ -20,7 +20,7 @@ from . import confidence, questions, twins
 from .entries import read_document
 from .errors import DocumentError
 from .ingest import find_sources, parser_fingerprint, question_bank_dir
-from .store import document_changed
+from .store import GITHUB_SOURCE, document_changed
 
 
 @dataclass
@@ -105,6 +105,8 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
         reasons.append("the question bank changed since the build (new or edited questions are not searched yet)")
     recorded = {(d["collection"], d["doc"]): d for d in index.manifest.get("documents", [])}
     for c in collections:
+        if c.source.startswith(GITHUB_SOURCE):
+            continue  # threads, not files: `rlhelper ingest --github` syncs them
         if not c.whole_folder:
             reasons += _picked_files_out_of_date(c, recorded)
             continue

@@ -142,6 +142,8 @@ def _recorded_sources(path: Path) -> dict[str, tuple[list[str], bool]] | None:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if folder else None
         sources = {}
         for name, info in manifest["collections"].items():
+            if str(info.get("source", "")).startswith(GITHUB_SOURCE):
+                continue  # kept by any ingest that does not name it; updated by `ingest --github`
             picked = [str(d["source"]) for d in manifest.get("documents", []) if d["collection"] == name]
             whole = info.get("whole_folder", True) or not picked
             sources[name] = ([str(info["source"])], True) if whole else (picked, False)
@@ -175,6 +177,7 @@ def missing_error(path: Path) -> IndexMissingError:
 
 # --- naming the pieces of an index ---------------------------------------------
 
+GITHUB_SOURCE = "github:"  # a collection's source when it holds a repository's issue threads
 MOVED_SUFFIX = "-moved"  # a plain index folder set aside by _swap_in, until the link is in
 
 

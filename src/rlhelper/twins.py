@@ -62,7 +62,9 @@ def link(entries: Sequence[Entry], vectors: np.ndarray) -> int:
         e.twins = []
     by_doc: dict[tuple[str, str], list[int]] = defaultdict(list)
     for row, e in enumerate(entries):
-        by_doc[(e.collection, e.doc)].append(row)
+        # A GitHub thread is no page with a translation (and 10k of them made a 10k x 10k page matrix).
+        if e.kind == "doc":
+            by_doc[(e.collection, e.doc)].append(row)
     identifiers = _identifier_ids(entries)
     linked = 0
     for rows_a, rows_b in _candidate_pages(list(by_doc.values()), entries, vectors):

@@ -1,0 +1,106 @@
+"""GitHub's JSON shapes -> thread records (threads.py): the REST API's, and `gh issue list --json`'s.
+
+Everything is read defensively: a missing or mistyped field becomes empty, never a crash,
+and every text is clipped (threads.MAX_TEXT) before it is stored.
+"""
+
+from __future__ import annotations
+
+from .threads import MAX_COMMENTS, clip
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _login(user) -> str:
+    return _text(user.get("login")) if isinstance(user, dict) else ""
+
+
+def is_pull_request(item: dict) -> bool:
+    """The issues endpoint lists pull requests too; they carry a `pull_request` key."""
+    return "pull_request" in item
+
+
+def html_base(issue_url: str) -> str:
+    """https://github.com/O/R from https://github.com/O/R/issues/5 (GitHub Enterprise alike)."""
+    head, sep, _ = issue_url.rpartition("/issues/")
+    return head if sep else ""
+
+
+def from_api_comment(item: dict) -> dict:
+    return {
+        "id": item.get("id"),
+        "url": _text(item.get("html_url")),
+        "author": _login(item.get("user")),
+        "association": _text(item.get("author_association")).upper(),
+        "created_at": _text(item.get("created_at")),
+        "body": clip(item.get("body")),
+    }
+
+
+def from_api_issue(repo: str, item: dict, comments: list[dict], closed_by: dict | None = None) -> dict:
+    """A thread from an issue object of GET /repos/{repo}/issues and its comments (API shape)."""
+    labels = [label.get("name") if isinstance(label, dict) else label for label in item.get("labels") or []]
+    return {
+        "repo": repo,
+        "number": int(item["number"]),
+        "title": clip(item.get("title"), 1000),
+        "body": clip(item.get("body")),
+        "url": _text(item.get("html_url")),
+        "state": _text(item.get("state")).lower(),
+        "state_reason": _text(item.get("state_reason")).lower() or None,
+        "labels": [str(name) for name in labels if name],
+        "created_at": _text(item.get("created_at")),
+        "updated_at": _text(item.get("updated_at")),
+        "closed_at": _text(item.get("closed_at")) or None,
+        "author": _login(item.get("user")),
+        "author_association": _text(item.get("author_association")).upper(),
+        "comments": [from_api_comment(c) for c in comments[:MAX_COMMENTS] if isinstance(c, dict)],
+        "closed_by": closed_by,
+    }
+
+
+def closing_commit(events: list, issue_url: str) -> dict | None:
+    """The commit that closed the issue, from its events (GET .../issues/{n}/events)."""
+    for event in reversed(events):
+        if isinstance(event, dict) and event.get("event") == "closed" and isinstance(event.get("commit_id"), str):
+            sha = event["commit_id"]
+            base = html_base(issue_url)
+            return {"ref": sha[:7], "url": f"{base}/commit/{sha}" if base else None}
+    return None
+
+
+def from_gh_issue(repo: str, item: dict) -> dict:
+    """A thread from one object of `gh issue list --json number,title,body,comments,...`."""
+    url = _text(item.get("url"))
+    comments = [{
+        "id": c.get("id"),
+        "url": _text(c.get("url")),
+        "author": _login(c.get("author")),
+        "association": _text(c.get("authorAssociation")).upper(),
+        "created_at": _text(c.get("createdAt")),
+        "body": clip(c.get("body")),
+    } for c in (item.get("comments") or [])[:MAX_COMMENTS] if isinstance(c, dict)]
+    closed_by = None
+    for pr in item.get("closedByPullRequestsReferences") or []:
+        if isinstance(pr, dict) and pr.get("number"):
+            closed_by = {"ref": f"#{int(pr['number'])}", "url": _text(pr.get("url")) or None}
+    state = _text(item.get("state")).lower()
+    return {
+        "repo": repo,
+        "number": int(item["number"]),
+        "title": clip(item.get("title"), 1000),
+        "body": clip(item.get("body")),
+        "url": url,
+        "state": "closed" if state == "closed" or item.get("closed") is True else state,
+        "state_reason": _text(item.get("stateReason")).lower() or None,
+        "labels": [str(lb.get("name")) for lb in item.get("labels") or [] if isinstance(lb, dict) and lb.get("name")],
+        "created_at": _text(item.get("createdAt")),
+        "updated_at": _text(item.get("updatedAt")),
+        "closed_at": _text(item.get("closedAt")) or None,
+        "author": _login(item.get("author")),
+        "author_association": "",
+        "comments": comments,
+        "closed_by": closed_by,
+    }
