@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlhelper import render
-from rlhelper.answer import RELATED_SHOWN, build_answer
+from rlhelper.answer import RELATED_SHOWN, build_answer, citation_for
 from rlhelper.schema import Entry, Hit
 
 EVIL = (Path(__file__).parent / "hostile" / "evil.md").read_text(encoding="utf-8")
@@ -167,8 +167,8 @@ def test_answer_html_has_numbered_sources_with_expandable_entries():
     assert 'class="rl-notices"' in html and "truncated" in html and "&lt;b&gt;" in html
     assert '<span class="rl-num">1</span>' in html
     assert 'href="https://github.com/o/r/blob/main/f.md#x"' in html
-    assert "Guide <span class=\"rl-sep\">›</span> Errors <span class=\"rl-sep\">›</span> Weight sync" in html
-    assert "guide.md:10–20 · seeds" in html
+    assert "Guide <span class=\"rl-sep\">›</span> Errors <span class=\"rl-sep\">›</span> Weight sync" in html  # a short heading
+    assert "File guide.md, lines 10–20" in html
     assert "<details" in html and "Show the whole entry" in html
     assert '<code class="language-yaml">' in html
 
@@ -224,3 +224,31 @@ def test_citation_without_url_is_plain_text():
 
 def test_error_html_escapes():
     assert "&lt;script&gt;" in render.error_html("<script>")
+
+
+def test_a_source_is_named_by_title_heading_and_upstream_with_file_and_lines_in_its_detail():
+    e = entry("Raise the timeout.", url="https://github.com/acme/skills/blob/main/docs/slime/references/trouble.md#oom")
+    e.doc, e.doc_title = "002_bd1aab8bc1bcc176.txt", "slime-rl-training (SkillHub capture)"
+    e.breadcrumb = ["slime: LLM Post-Training", "Skill Companion Files", "references/trouble.md", "Memory Issues",
+                    "Issue: OOM During Training"]
+    html = render.sources_html([citation_for(Hit(1, 0.9, e), 1)], lambda _: e)
+    head = html.split('class="rl-cite-head">')[1].split("</div>")[0]
+    assert ">slime-rl-training (SkillHub capture) <span class=\"rl-sep\">›</span> Issue: OOM During Training<" in head
+    assert "Skill Companion Files" not in head.split('">', 2)[-1]  # the five levels are only the tooltip
+    assert 'title="slime-rl-training (SkillHub capture) › slime: LLM Post-Training › Skill Companion Files' in head
+    location = html.split('class="rl-loc">')[1].split("<details")[0]
+    assert location.startswith("acme/skills · docs/slime/references/trouble.md · ")
+    assert 'title="Seed guides: troubleshooting pages gathered from community repositories and captures">seeds<' in location
+    assert "002_bd1aab8bc1bcc176" not in location
+    details = html.split("<details")[1]
+    assert "File 002_bd1aab8bc1bcc176.txt, lines 10–20" in details
+
+
+def test_a_short_heading_keeps_its_parent_and_a_page_off_github_names_its_host():
+    from rlhelper.sources import collection_note, short_trail, upstream
+
+    assert short_trail("verl FAQ", ["verl FAQ", "Checkpoints", "Solution"]) == ["verl FAQ", "Checkpoints", "Solution"]
+    assert short_trail("Guide", ["Guide", "A", "B", "Weight sync timed out"]) == ["Guide", "Weight sync timed out"]
+    assert upstream("https://docs.example.org/faq/#oom") == "docs.example.org/faq"
+    assert upstream(None) == ""
+    assert collection_note("official").startswith("Official docs") and "mine" in collection_note("mine")

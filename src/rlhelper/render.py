@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 
 from .answer import runners_up
 from .schema import Answer, Citation, Entry, Hit, title_trail
+from .sources import collection_note, short_trail, upstream
 from .twins import label as twin_label
 
 MAX_QUERY_ECHO = 2000  # characters of the user's query shown back in the chat
@@ -435,12 +436,22 @@ def error_html(message: str) -> str:
 
 
 def breadcrumb_html(doc_title: str, breadcrumb: list[str]) -> str:
-    return " <span class=\"rl-sep\">›</span> ".join(esc(t) for t in title_trail(doc_title, breadcrumb))
+    """The document title and the section heading (sources.short_trail); the whole trail is the tooltip."""
+    shown = " <span class=\"rl-sep\">›</span> ".join(esc(t) for t in short_trail(doc_title, breadcrumb))
+    return f'<span title="{esc(" › ".join(title_trail(doc_title, breadcrumb)))}">{shown}</span>'
 
 
-def _location(doc: str, line_start: int, line_end: int, collection: str = "") -> str:
-    where = f"{doc}:{line_start}–{line_end}"
-    return f'<span class="rl-loc">{esc(where)}{" · " + esc(collection) if collection else ""}</span>'
+def _location(url: str | None, collection: str = "") -> str:
+    """Where the source lives upstream (repository · path) and, in plain words on hover, what its
+    collection is; the file and lines are in the entry's detail (_file_line)."""
+    parts = [esc(where)] if (where := upstream(url)) else []
+    if collection:
+        parts.append(f'<span class="rl-coll" title="{esc(collection_note(collection))}">{esc(collection)}</span>')
+    return f'<span class="rl-loc">{" · ".join(parts)}</span>' if parts else ""
+
+
+def _file_line(doc: str, line_start: int, line_end: int) -> str:
+    return f'<div class="rl-muted rl-file">File {esc(doc)}, lines {line_start}–{line_end}</div>'
 
 
 def entry_html(entry: Entry) -> str:
@@ -463,7 +474,7 @@ def matched_html(question: str | None) -> str:
 
 def _source_row(number: int | None, title_html: str, url: str | None, location: str, entry: Entry | None,
                 also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "",
-                matched: str | None = None) -> str:
+                matched: str | None = None, file_line: str = "") -> str:
     badge = f'<span class="rl-num">{number}</span>' if number is not None else '<span class="rl-num rl-dot">•</span>'
     head = link(url, title_html, "rl-cite-link")
     also = ""
@@ -477,22 +488,23 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
     details = ""
     if entry is not None:
         details = (f'<details class="rl-details"><summary>Show the whole entry</summary>'
-                   f"{entry_html(entry)}</details>")
+                   f"{file_line}{entry_html(entry)}</details>")
+    else:
+        location += file_line
     return (f'<div class="rl-cite">{badge}<div class="rl-cite-main"><div class="rl-cite-head">{head}</div>'
             f"{location}{matched_html(matched)}{also}{details}</div></div>")
 
 
 def citation_html(c: Citation, entry: Entry | None, matched: str | None = None) -> str:
-    return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url,
-                       _location(c.doc, c.line_start, c.line_end, c.collection), entry, c.also_at, c.twins, c.lang,
-                       matched)
+    return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url, _location(c.url, c.collection),
+                       entry, c.also_at, c.twins, c.lang, matched, _file_line(c.doc, c.line_start, c.line_end))
 
 
 def related_html(hit: Hit) -> str:
     e = hit.entry
-    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url,
-                       _location(e.doc, e.line_start, e.line_end, e.collection), e, twins=e.twins, lang=e.lang,
-                       matched=hit.matched_question)
+    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection), e,
+                       twins=e.twins, lang=e.lang, matched=hit.matched_question,
+                       file_line=_file_line(e.doc, e.line_start, e.line_end))
 
 
 def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None],

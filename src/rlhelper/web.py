@@ -58,6 +58,7 @@ from .answer import FRAMEWORK_NAMES, render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
 from .feedback import MAX_COMMENT_CHARS, FeedbackFull, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
 from .schema import Answer  # noqa: E402
+from .sources import collections_in_words  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -530,7 +531,10 @@ CSS = """
 .rl-cite-link { text-decoration: none; }
 .rl-cite-link:hover { text-decoration: underline; }
 .rl-sep { color: var(--body-text-color-subdued); font-weight: 400; }
-.rl-loc { display: block; font-family: var(--font-mono); font-size: 11.5px; color: var(--body-text-color-subdued); }
+.rl-loc { display: block; font-family: var(--font-mono); font-size: 11.5px; color: var(--body-text-color-subdued);
+  overflow-wrap: anywhere; }
+.rl-coll { text-decoration: underline dotted; cursor: help; }
+.rl-file { font-family: var(--font-mono); font-size: 11.5px; margin-top: 4px; }
 .rl-details summary { cursor: pointer; font-size: 0.82rem; color: var(--color-accent); margin-top: 3px;
   width: fit-content; }
 .rl-entry { border-left: 3px solid var(--color-accent-soft); padding: 2px 12px; margin-top: 6px;
@@ -685,7 +689,7 @@ def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
 def _header_html(helper) -> str:
     try:
         count = len(helper.entries)
-        collections = ", ".join(helper.collections)
+        collections = collections_in_words(helper.collections)
         stats = f"{count:,} entries from {render.esc(collections)} · offline · answers quote the docs verbatim"
     except Exception:  # a helper without these properties (tests): no stats line
         stats = ""
