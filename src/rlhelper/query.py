@@ -26,6 +26,9 @@ Trade-offs:
   them (`third_party/gloo/...` keeps "gloo"); user directories go.
 * Nothing is rejected here: emptiness and binary data are the caller's to
   report (see `is_binary`); control characters are simply removed.
+* An exception's message names the error in its first sentence; the sentences after it
+  (an allocator's statistics, a library's generic advice) are kept apart as `detail`, and
+  retrieval weighs their words less: they matched an entry about memory that stays free.
 * The deepest stack frame inside a framework's own package is kept apart as
   `context` ("workers rollout vllm_rollout generate_sequences"): where the
   error surfaced tells a rollout OOM from a training OOM, but frame words are
@@ -58,6 +61,9 @@ class NormalizedQuery:
     # Where in a framework's code the error surfaced: the words of the deepest stack frame
     # inside verl/, skyrl_train/, slime/, rlinf/ ("workers rollout vllm_rollout generate_sequences").
     context: str = ""
+    # The sentences after the first of the final exception's message ("Tried to allocate 2.00 GiB.
+    # GPU 0 has a total capacity of ..."): numbers and advice that follow the error, not the error.
+    detail: str = ""
 
 
 # --- character-level cleaning -------------------------------------------------
@@ -264,6 +270,16 @@ _PATH_KEEP = frozenset(
 )
 _FILE_NAME = re.compile(r"\.[A-Za-z]\w{0,5}(?::\d+)*$")
 _WHITESPACE = re.compile(r"\s+")
+_SENTENCE_END = re.compile(r"(?<=[a-z)\]])\.\s+(?=[A-Z])")
+
+
+def _detail(line: str) -> str:
+    """The sentences after the first of an exception line's message ("" for other lines)."""
+    if not _EXCEPTION.match(line):
+        return ""
+    colon = line.find(": ")
+    end = _SENTENCE_END.search(line, colon + 2) if colon > 0 else None
+    return line[end.end():] if end else ""
 
 
 def _strip_prefixes(line: str) -> tuple[str, str | None]:
@@ -505,7 +521,8 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
         notices.append("Pasted log detected: no error line in it, searched its warnings.")
     elif signature:
         notices.append("Pasted log detected: no error line in it, searched its last lines.")
-    return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True, context)
+    return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True, context,
+                           _detail(signature[0]) if signature else "")
 
 
 def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[str, float]) -> NormalizedQuery:
@@ -516,7 +533,7 @@ def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[
     if truncated:
         plain = _cut(plain, max_chars)
         notices = notices + [f"The query was {len(raw):,} characters; searched its first {len(plain):,}."]
-    return NormalizedQuery(plain, truncated, notices, frameworks, False)
+    return NormalizedQuery(plain, truncated, notices, frameworks, False, detail=_detail(plain))
 
 
 def _tail(raw: str, limit: int) -> str:
