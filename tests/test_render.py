@@ -252,3 +252,34 @@ def test_a_short_heading_keeps_its_parent_and_a_page_off_github_names_its_host()
     assert upstream("https://docs.example.org/faq/#oom") == "docs.example.org/faq"
     assert upstream(None) == ""
     assert collection_note("official").startswith("Official docs") and "mine" in collection_note("mine")
+
+
+# -- rendering what users saw flattened or cut (issue 20, point 8) ----------------------------------
+
+
+def test_a_bulleted_list_right_under_a_paragraph_line_stays_a_list():
+    html = render.markdown_html("**Common mismatches:**\n- Different batch size\n- Different learning rate\n\n"
+                                "Wrapped text\n2019. was a year, not a list item")
+    assert "<ul><li>Different batch size</li><li>Different learning rate</li></ul>" in html
+    assert "<p><strong>Common mismatches:</strong></p>" in html
+    assert "<ol" not in html
+
+
+def test_searched_for_is_cut_at_a_word_with_an_ellipsis():
+    words = " ".join(f"reserved{i} by PyTorch" for i in range(40))
+    answer = build_answer("log\nlines", words, [], abstained=True)
+    shown = re.search(r"<code>(.*)</code>", render.searched_html(answer)).group(1)
+    assert shown.endswith(" …") and len(shown) <= 302
+    assert words.startswith(shown[:-2]) and words[len(shown) - 2] == " "  # the last word is whole
+
+
+def test_also_in_another_language_is_not_said_of_the_same_title():
+    e = entry("Raise the timeout.")
+    e.heading = "Weight sync"
+    same = {"entry_id": "z1", "collection": "seeds", "doc": "zh/guide.md", "heading": "Weight  sync", "lang": "zh",
+            "breadcrumb": [], "line_start": 7, "line_end": 9, "url": None}
+    english_title = {**same, "heading": "Weight sync timeout (NCCL)"}
+    chinese_title = {**same, "heading": "权重同步超时"}
+    e.twins = [same, english_title, chinese_title]
+    html = render.answer_html(build_answer("weight sync", "weight sync", [Hit(1, 0.9, e)], abstained=False))
+    assert html.count("Also in 中文") == 1 and "权重同步超时" in html and "NCCL" not in html

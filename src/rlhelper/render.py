@@ -24,6 +24,7 @@ from .answer import runners_up
 from .schema import Answer, Citation, Entry, Hit, title_trail
 from .sources import collection_note, short_trail, upstream
 from .twins import label as twin_label
+from .twins import worth_naming
 
 MAX_QUERY_ECHO = 2000  # characters of the user's query shown back in the chat
 
@@ -318,6 +319,8 @@ def markdown_html(text: str, refs: dict[int, str | None] | None = None) -> str:
             continue
 
         m = _LIST.match(line)
+        if m and para and _interrupts_paragraph(m):
+            flush_para()  # "**Common mismatches:**" then "- Different batch size" on the next line
         if m and not para:
             items, ordered, start = [], m.group("marker")[0].isdigit(), None
             if ordered:
@@ -369,6 +372,13 @@ def _joined(lines: list[str]) -> str:
         hard = previous.endswith(("  ", "\\")) or line.lstrip().startswith("**")
         text = (text.removesuffix("\\") if hard else text) + (_HARD_BREAK if hard else " ") + line.strip()
     return text
+
+
+def _interrupts_paragraph(item: re.Match) -> bool:
+    """Whether a list item may start right under a paragraph line, as in CommonMark: a bullet, or
+    a numbered item starting at 1 (a wrapped line beginning "2019. was ..." is no list)."""
+    marker = item.group("marker")
+    return not marker[0].isdigit() or marker[:-1] == "1"
 
 
 def _indented_block_follows(lines: list[str], i: int) -> bool:
@@ -474,14 +484,14 @@ def matched_html(question: str | None) -> str:
 
 def _source_row(number: int | None, title_html: str, url: str | None, location: str, entry: Entry | None,
                 also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "",
-                matched: str | None = None, file_line: str = "") -> str:
+                matched: str | None = None, file_line: str = "", heading: str = "") -> str:
     badge = f'<span class="rl-num">{number}</span>' if number is not None else '<span class="rl-num rl-dot">•</span>'
     head = link(url, title_html, "rl-cite-link")
     also = ""
     if also_at:
         places = ", ".join(esc(f"{a.get('doc', '')}:{a.get('line_start', '')}") for a in also_at[:5])
         also = f'<div class="rl-muted">Also at {places}</div>'
-    for twin in twins or []:  # the same section in another language or version of the page
+    for twin in [t for t in twins or [] if worth_naming(t, heading, lang)]:  # in another language or version
         where = esc(f"{twin['doc']}:{twin['line_start']}")
         also += (f'<div class="rl-muted rl-twin">{esc(twin_label(twin, lang).capitalize())}: '
                  f'{link(twin.get("url"), esc(twin["heading"]))} ({where})</div>')
@@ -497,14 +507,15 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
 
 def citation_html(c: Citation, entry: Entry | None, matched: str | None = None) -> str:
     return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url, _location(c.url, c.collection),
-                       entry, c.also_at, c.twins, c.lang, matched, _file_line(c.doc, c.line_start, c.line_end))
+                       entry, c.also_at, c.twins, c.lang, matched, _file_line(c.doc, c.line_start, c.line_end),
+                       c.heading)
 
 
 def related_html(hit: Hit) -> str:
     e = hit.entry
     return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection), e,
                        twins=e.twins, lang=e.lang, matched=hit.matched_question,
-                       file_line=_file_line(e.doc, e.line_start, e.line_end))
+                       file_line=_file_line(e.doc, e.line_start, e.line_end), heading=e.heading)
 
 
 def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None],
@@ -577,12 +588,24 @@ def body_html(markdown: str, citations: list[Citation]) -> str:
     return f'<div class="rl-body">{"".join(out)}</div>'
 
 
+SEARCHED_CHARS = 300  # of the searched lines shown under a pasted log
+
+
+def _cut_at_word(text: str, limit: int) -> str:
+    """The head of text within limit characters, ended at a space when there is one in its last fifth."""
+    head = text[:limit]
+    space = max(head.rfind(" "), head.rfind("\n"))
+    return head[:space].rstrip() if space > limit * 4 // 5 else head
+
+
 def searched_html(answer: Answer) -> str:
     """For a pasted log, the lines actually searched (shown with the query, never in the answer,
     which holds doc text only): the echo of a long paste shows only its head."""
     if "\n" not in answer.query.strip() or answer.normalized_query.strip() == answer.query.strip():
         return ""
-    return f'<div class="rl-searched">Searched for: <code>{esc(answer.normalized_query[:300])}</code></div>'
+    searched = answer.normalized_query
+    shown = searched if len(searched) <= SEARCHED_CHARS else _cut_at_word(searched, SEARCHED_CHARS) + " …"
+    return f'<div class="rl-searched">Searched for: <code>{esc(shown)}</code></div>'
 
 
 def link_html(search: str) -> str:
