@@ -283,3 +283,23 @@ def test_also_in_another_language_is_not_said_of_the_same_title():
     e.twins = [same, english_title, chinese_title]
     html = render.answer_html(build_answer("weight sync", "weight sync", [Hit(1, 0.9, e)], abstained=False))
     assert html.count("Also in 中文") == 1 and "权重同步超时" in html and "NCCL" not in html
+
+
+# -- a Chinese question is answered with Chinese labels (issue 20, point 6) ------------------------
+
+
+def test_a_chinese_question_gets_chinese_labels_and_an_english_one_english():
+    e = entry("**Cause:** slow net.\n\n**Fix:**\n```yaml\nweight_sync_timeout: 120\n```")
+    zh = build_answer("weight sync 超时怎么办", "weight sync 超时怎么办", [Hit(1, 0.9, e), Hit(2, 0.5, entry("x", eid="e2"))],
+                      abstained=False)
+    assert "**原因** [1]" in zh.text and "**解决方法** [1]" in zh.text and "**Cause**" not in zh.text
+    html = render.answer_html(zh, entry_for=lambda _: e)
+    for chinese in ("来源", "查看完整条目", "其他相关条目", ">复制<", "文件 guide.md，第 10–20 行"):
+        assert chinese in html, chinese
+    assert "Show the whole entry" not in html and ">Sources<" not in html
+    assert "slow net." in html  # the quoted doc text stays as written
+
+    en = build_answer("weight sync timed out", "weight sync timed out", [Hit(1, 0.9, e)], abstained=False)
+    assert "**Cause** [1]" in en.text and "来源" not in render.answer_html(en)
+    nothing = build_answer("这个报错怎么办", "这个报错怎么办", [Hit(1, 0.1, e)], abstained=True)
+    assert nothing.text.startswith("文档中没有") and "文档中没有匹配的条目" in render.answer_html(nothing)

@@ -20,7 +20,7 @@ import html
 import re
 from collections.abc import Callable, Iterable
 
-from .answer import runners_up
+from .answer import ALSO_RELEVANT, language_of, runners_up
 from .schema import Answer, Citation, Entry, Hit, title_trail
 from .sources import collection_note, short_trail, upstream
 from .twins import label as twin_label
@@ -564,7 +564,7 @@ def _literal_headings(citations: list[Citation], refs: dict[int, str | None]) ->
     literal = {}
     for c in citations:
         ref = inline(f"[{c.number}]", refs)
-        for lead in ("", "Also relevant: "):
+        for lead in ("", *ALSO_RELEVANT.values()):
             literal[f"### {lead}{c.heading} [{c.number}]"] = f"<h5>{esc(lead + c.heading)} {ref}</h5>"
         trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
         literal[f"_{trail}_"] = f"<p><em>{esc(trail)}</em></p>"
@@ -615,6 +615,33 @@ def link_html(search: str) -> str:
             'Link to this question</a></div>')
 
 
+# The page's own words in an answer, in Chinese for a question asked in Chinese. Each key is a piece
+# of this module's own markup (never document text, which is escaped and carries no such tags).
+CHINESE_MARKUP = {
+    '<div class="rl-sources-title">Sources</div>': '<div class="rl-sources-title">来源</div>',
+    '<div class="rl-sources-title">Also related (not quoted above)</div>':
+        '<div class="rl-sources-title">其他相关条目（上文未引用）</div>',
+    '<div class="rl-sources-title">Related entries</div>': '<div class="rl-sources-title">相关条目</div>',
+    "<summary>Show the whole entry</summary>": "<summary>查看完整条目</summary>",
+    '<strong>No matching entry in the docs.</strong>': "<strong>文档中没有匹配的条目。</strong>",
+    "Nothing in the indexed troubleshooting docs answers this. The nearest entries are below; they may not answer it.":
+        "已索引的排障文档中没有能回答这个问题的内容。下面是最接近的条目，它们未必能回答。",
+    "Nothing in the indexed troubleshooting docs answers this. Try other words, paste the exact error line, or clear "
+    "the filters.": "已索引的排障文档中没有能回答这个问题的内容。请换个说法、贴上完整的报错行，或清除筛选条件。",
+    'title="Copy to clipboard">Copy</button>': 'title="复制到剪贴板">复制</button>',
+    '<div class="rl-muted rl-file">File ': '<div class="rl-muted rl-file">文件 ',
+}
+
+
+def in_language(html: str, lang: str) -> str:
+    """The answer's own labels in `lang` (en: as written; zh: CHINESE_MARKUP)."""
+    if lang != "zh":
+        return html
+    for english, chinese in CHINESE_MARKUP.items():
+        html = html.replace(english, chinese)
+    return re.sub(r'(<div class="rl-muted rl-file">文件 [^<]*?), lines (\d+)–(\d+)</div>', r"\1，第 \2–\3 行</div>", html)
+
+
 def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
                 entry_for: Callable[[str], Entry | None] | None = None) -> str:
     """The assistant message for an Answer.
@@ -633,7 +660,7 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
             parts.append(related_block_html(runners_up(answer), "Also related (not quoted above)"))
         else:
             parts.append('<div class="rl-muted rl-pending">…</div>')
-    return f'<div class="rl-answer">{"".join(parts)}</div>'
+    return in_language(f'<div class="rl-answer">{"".join(parts)}</div>', language_of(answer.query))
 
 
 # -- notebooks ------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ import gradio as gr  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
 from . import render  # noqa: E402
-from .answer import FRAMEWORK_NAMES, render_markdown  # noqa: E402
+from .answer import FRAMEWORK_NAMES, language_of, render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
 from .feedback import MAX_COMMENT_CHARS, FeedbackFull, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
 from .schema import Answer  # noqa: E402
@@ -322,7 +322,7 @@ def _streamed_bodies(answer: Answer) -> Iterator[str]:
     if answer.abstained or len(answer.parts) < 2:
         return
     for i in range(1, len(answer.parts)):
-        yield render_markdown(answer.parts[:i], answer.citations)
+        yield render_markdown(answer.parts[:i], answer.citations, language_of(answer.query))
 
 
 # -- the optional LLM hook -------------------------------------------------------------------
