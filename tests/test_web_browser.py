@@ -450,8 +450,25 @@ def test_nothing_within_the_filters_offers_to_clear_them(desktop, seeds_url):
     page.get_by_role("option", name="RLinf").click()
     ask_and_wait(page, "RuntimeError: wake_up timed out after 60s")  # a SkyRL entry
     assert "Nothing matches within your filters" in page.locator(".rl-answer").last.inner_text()
+    asked = page.locator("#rl-chat [data-testid='user']").count()
     page.locator("#rl-clear-filters").click()
-    page.wait_for_function("() => [...document.querySelectorAll('#rl-chat [data-testid=bot]')].pop()"
-                           ".innerText.includes('wake_up timed out after Xs')")
+    page.wait_for_function("n => document.querySelectorAll('#rl-chat [data-testid=user]').length > n", arg=asked)
+    page.wait_for_function("() => { const b = [...document.querySelectorAll('#rl-chat [data-testid=bot]')].pop();"
+                           " return b && b.querySelector('.rl-sources'); }")
+    answer = page.locator("#rl-chat [data-testid='bot']").last
+    assert "wake_up timed out after Xs" in answer.locator(".rl-sources").first.inner_text()
     assert page.locator("#rl-framework input").input_value() == "All frameworks"
     assert not page.locator("#rl-clear-filters").is_visible()
+
+
+def test_thanks_gets_a_word_back_and_the_next_follow_up_keeps_the_topic(desktop, seeds_url, tmp_path):
+    page = desktop
+    page.goto(seeds_url)
+    ask_and_wait(page, "weight sync timed out between the trainer and sglang")
+    ask_and_wait(page, "thanks!")
+    last = page.locator("#rl-chat [data-testid='bot']").last
+    assert "Glad it helped" in last.inner_text() and last.locator(".rl-sources, .rl-abstain").count() == 0
+    ask_and_wait(page, "what about slime?")
+    assert "Read as a follow-up" in page.locator(".rl-answer").last.inner_text()
+    ask_and_wait(page, "有没有中文的说明？谢谢")  # a question, not small talk
+    shot(page, "desktop-conversation-1280x900.png", tmp_path)

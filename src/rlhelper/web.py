@@ -53,7 +53,7 @@ from urllib.parse import urlencode, urlsplit  # noqa: E402
 import gradio as gr  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
-from . import render  # noqa: E402
+from . import render, smalltalk  # noqa: E402
 from .answer import FRAMEWORK_NAMES, language_of, render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
 from .feedback import MAX_COMMENT_CHARS, FeedbackFull, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
@@ -239,6 +239,10 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         yield history, session
         return
     history.append(_message("user", render.user_html(query)))
+    if (courtesy := smalltalk.reply(query)) is not None:  # "thanks": a word back, no search, same topic kept
+        history.append(_message("assistant", f'<div class="rl-answer rl-smalltalk"><p>{render.esc(courtesy)}</p></div>'))
+        yield history, session
+        return
     history.append(_message("assistant", '<div class="rl-answer rl-muted">Searching the docs…</div>'))
     yield history, session
     try:
