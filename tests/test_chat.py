@@ -224,3 +224,12 @@ def test_with_stdout_piped_the_prompt_stays_off_it(seeds_index):
         os.close(leader)
     assert proc.returncode == 0
     assert WAKE_UP_HEADING in out.decode() and PROMPT not in out.decode()
+
+
+def test_thanks_in_the_terminal_chat_is_not_searched_and_the_topic_stays(seeds_index):
+    done = rlhelper("chat", "--index", str(seeds_index),
+                    stdin="weight sync timed out between the trainer and sglang\n\nthanks!\n\nwhat about slime?\n")
+    assert done.stdout.count("Sources:") == 2  # two answers: "thanks" was not searched
+    assert done.returncode == 0, done.stderr
+    assert "Glad it helped." in done.stderr and "No matching entry" not in done.stdout
+    assert "Read as a follow-up" in done.stderr  # the answer before "thanks" is still the topic

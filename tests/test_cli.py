@@ -90,9 +90,12 @@ def test_ask_prints_the_answer_and_numbered_sources(seeds_index, via):
     assert answer.startswith(WAKE_UP_HEADING + " [1]")
     assert "Fix [1]" in answer and "wake_timeout: 120" in answer
     cited, related = sources.split("\nAlso related (not quoted above):\n")
-    first = cited.splitlines()[:2]
-    assert first[0] == f"[1] {SKYRL_TITLE} › 15. Engine Lifecycle Errors › {WAKE_UP_HEADING}"
-    assert re.match(r"^    000_17cc8c75aeb7db0e\.txt:\d+-\d+  https://github\.com/\S+#error-runtimeerror-wake_up", first[1])
+    first = cited.splitlines()[:3]
+    # a person reads the title and heading, then where it lives upstream and what "seeds" are; file and lines last
+    assert first[0] == f"[1] {SKYRL_TITLE} › {WAKE_UP_HEADING}"
+    assert first[1] == "    ai-blaise/SkyRL · skyrl-train/docs/TROUBLESHOOTING.md  (Seed guides: troubleshooting pages " \
+                       "gathered from community repositories and captures)"
+    assert re.match(r"^    file 000_17cc8c75aeb7db0e\.txt:\d+-\d+  https://github\.com/\S+#error-runtimeerror-wake_up", first[2])
     # the runners-up the answer does not quote, as in the web chat
     others = re.findall(r"^ ?\d+\. (.+?)  \[\w+/(?:en|zh)\] ", related, re.MULTILINE)
     assert others and WAKE_UP_HEADING not in others
@@ -574,9 +577,9 @@ def test_llm_answer_streams_to_the_terminal_as_it_is_written(serve, seeds_index)
     assert proc.returncode == 0, err.decode()
     answer, sources = out.split("\nSources:\n")
     assert answer == GROUNDED + "\n"
-    [first, location] = sources.splitlines()
-    assert first == f"[1] {SKYRL_TITLE} › 15. Engine Lifecycle Errors › {WAKE_UP_HEADING}"
-    assert location.startswith("    000_17cc8c75aeb7db0e.txt:")
+    [first, upstream, location] = sources.splitlines()
+    assert first == f"[1] {SKYRL_TITLE} › {WAKE_UP_HEADING}"
+    assert upstream.startswith("    ai-blaise/SkyRL · ") and location.startswith("    file 000_17cc8c75aeb7db0e.txt:")
     notes = err.decode().splitlines()
     assert notes == ["note: Written by the LLM 'stub-model' from the numbered sources; check commands against them."]
     [request] = stub.requests

@@ -52,3 +52,19 @@ def test_calibration_refuses_follow_ups(helper):
                          previous="weight sync timed out")]
     with pytest.raises(ConfigError, match="follow-ups"):
         calibrate(helper, items)
+
+
+def test_previous_may_be_a_conversation_and_small_talk_in_it_is_not_searched(helper, tmp_path):
+    eval_file = write_set(tmp_path / "longer.jsonl", [
+        {"id": "two", "previous": ["weight sync timed out between the trainer and sglang", "what about slime?"],
+         "query": "on multiple nodes?", "kind": "follow-up", "expected": SLIME_WEIGHT_SYNC[1:]},
+        {"id": "thanks", "previous": ["weight sync timed out between the trainer and sglang", "thanks!"],
+         "query": "what about slime?", "kind": "follow-up", "expected": SLIME_WEIGHT_SYNC},
+    ])
+    two, thanks = ev.load_eval_set(eval_file)
+    assert two.previous == ["weight sync timed out between the trainer and sglang", "what about slime?"]
+    assert two.to_dict()["previous"] == two.previous
+    kept = ev.asked_before(helper, thanks.previous)
+    assert kept.query == "weight sync timed out between the trainer and sglang"  # "thanks" left the topic
+    results, _ = ev.evaluate_helper(helper, [two, thanks], modes=("hybrid",))
+    assert all(not r.outcomes["hybrid"].abstained for r in results)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlhelper import Helper, followup
+from rlhelper import Helper, followup, smalltalk
 
 WEIGHT_SYNC = "weight sync timed out between trainer and sglang"
 VERL_OOM = "vllm OOM during rollout in verl"
@@ -15,6 +15,8 @@ VERL_OOM = "vllm OOM during rollout in verl"
     ("那 verl 呢？", True), ("sleep 呢", True), ("换成 sglang 呢", True),
     ("and verl?", True), ("vllm?", True), ("same error on slime", True), ("is there a verl equivalent", True),
     ("how do i do that in rlinf", True), ("verl 里这个怎么配", True), ("works on one node though", True),
+    ("on multiple nodes?", True), ("with tp=8?", True), ("during the update step?", True),
+    ("on the second node the reward model server never starts at all", False),
     ("weight sync timed out", False), ("thanks!", False), ("andrew's run fails", False),
     ("where are the ray worker logs", False), ("how do i kill stuck sglang processes", False),
     ("thenable promise", False), ("sametime", False),
@@ -128,3 +130,31 @@ def test_a_conversation_passes_its_filters_on(helper):
     chat = helper.conversation(k=3, framework="verl")
     answer = chat.ask("OOM during rollout")
     assert len(answer.hits) <= 3 and {hit.entry.framework for hit in answer.hits} == {"verl"}
+
+
+# -- conversations users had (issue 20, point 7) ------------------------------------------------
+
+
+def test_a_follow_up_of_a_follow_up_keeps_the_first_question(helper):
+    first = helper.ask("weight sync timed out between the trainer and sglang")
+    slime = helper.ask("what about slime?", previous=first)
+    assert slime.follow_up_of is not None and slime.hits[0].entry.framework == "slime"
+    nodes = helper.ask("on multiple nodes?", previous=slime)
+    assert not nodes.abstained and nodes.follow_up_of is not None
+    assert nodes.citations[0].heading == "Issue: Weight Sync Failures in Multi-Node"
+
+
+def test_small_talk_gets_a_word_back_not_a_search():
+    assert smalltalk.reply("thanks") and smalltalk.reply("Thank you so much!") and smalltalk.reply("ok")
+    assert "很高兴" in smalltalk.reply("谢谢！")
+    for question in ("thanks, but it still OOMs", "CUDA out of memory", "ok so why is the reward nan", "nan loss"):
+        assert smalltalk.reply(question) is None
+
+
+def test_small_talk_between_questions_leaves_the_topic_and_a_new_question_stands_alone(helper):
+    from rlhelper.evaluate import asked_before
+
+    previous = asked_before(helper, ["weight sync timed out between the trainer and sglang", "thanks"])
+    assert previous.citations[0].heading == "Error: Weight sync timed out"
+    new = helper.ask("CUDA out of memory during rollout", previous=previous)
+    assert new.follow_up_of is None and "out of memory" in new.citations[0].heading.lower()

@@ -405,3 +405,56 @@ def test_the_deepest_framework_frame_gives_the_context():
     assert "rollout" not in q.text  # the context is kept apart: it is a hint, not the error
     plain = normalize_query('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nKeyError: 1')
     assert plain.context == "" and normalize_query("CUDA out of memory").context == ""
+
+
+# --- long logs: noise is not the signature -------------------------------------------
+
+STEP_LINES = "".join(
+    f"(TaskRunner pid=4242) step:{i} - actor/pg_loss:0.{i % 10} - critic/score/mean:0.5 - timing/gen:12.{i % 7}\n"
+    for i in range(60)
+)
+WATCHDOG = ("[rank3]:[E301 12:10:01.123456 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE) ran for 600012 milliseconds before timing out.\n")
+
+
+def heartbeats(n: int, line: str) -> str:
+    return "".join(f"2025-03-01 12:11:{i % 60:02d},{100 + i} {line.format(i=i)}\n" for i in range(n))
+
+
+@pytest.mark.parametrize("beat", [
+    "worker heartbeat ok",
+    "worker {i} heartbeat ok (timeout=30s, errors=0)",
+    "INFO rollout health check passed: engine alive, no errors",
+    "(RolloutWorker pid=77) heartbeat from rank {i}: ok, last timeout 0",
+])
+def test_an_error_amid_heartbeats_is_the_signature_and_heartbeats_count_once(beat):
+    q = normalize_query(STEP_LINES + WATCHDOG + heartbeats(30, beat))
+    assert lines_of(q)[0].startswith("[Rank 3] Watchdog caught collective operation timeout")
+    assert "heartbeat" not in q.text and "health check" not in q.text
+    assert "1 error line" in q.notices[0]
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_the_error_wins_wherever_it_stands(where):
+    info = "".join(f"INFO:verl.trainer:rollout {i} timed out waiting, retrying (attempt {i})\n" for i in range(40))
+    warnings = "".join(f"WARNING:root:slow batch {i}\n" for i in range(5))
+    error = "ERROR:verl.trainer:Weight sync failed: NCCL connection closed by remote peer\n"
+    log = {"start": error + warnings + info, "middle": warnings + error + info, "end": warnings + info + error}[where]
+    q = normalize_query(log)
+    assert lines_of(q)[0] == "Weight sync failed: NCCL connection closed by remote peer"
+    assert lines_of(q)[1] == "slow batch 4"  # a warning line before INFO chatter with error words
+    assert sum("timed out waiting" in line for line in lines_of(q)) <= 1
+
+
+def test_a_warning_beats_info_lines_with_error_words():
+    log = ("WARNING 03-01 12:00:01 [scheduler.py:90] KV cache usage 99%, preempting requests\n"
+           + "".join(f"INFO 03-01 12:00:{i:02d} [engine.py:12] request {i} timeout budget 30s\n" for i in range(20)))
+    q = normalize_query(log)
+    assert lines_of(q)[0] == "KV cache usage 99%, preempting requests"
+
+
+def test_a_log_of_repeated_lines_without_errors_searches_each_once():
+    log = "".join(f"2025-03-01 12:00:{i:02d} step {i} reward=0.{i}\n" for i in range(20)) + heartbeats(30, "worker heartbeat ok")
+    q = normalize_query(log)
+    assert q.text.count("heartbeat") == 1 and q.text.count("step") == 1
+    assert "no error line" in q.notices[0]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlhelper import render
-from rlhelper.answer import RELATED_SHOWN, build_answer
+from rlhelper.answer import RELATED_SHOWN, build_answer, citation_for
 from rlhelper.schema import Entry, Hit
 
 EVIL = (Path(__file__).parent / "hostile" / "evil.md").read_text(encoding="utf-8")
@@ -167,8 +167,8 @@ def test_answer_html_has_numbered_sources_with_expandable_entries():
     assert 'class="rl-notices"' in html and "truncated" in html and "&lt;b&gt;" in html
     assert '<span class="rl-num">1</span>' in html
     assert 'href="https://github.com/o/r/blob/main/f.md#x"' in html
-    assert "Guide <span class=\"rl-sep\">›</span> Errors <span class=\"rl-sep\">›</span> Weight sync" in html
-    assert "guide.md:10–20 · seeds" in html
+    assert "Guide <span class=\"rl-sep\">›</span> Errors <span class=\"rl-sep\">›</span> Weight sync" in html  # a short heading
+    assert "File guide.md, lines 10–20" in html
     assert "<details" in html and "Show the whole entry" in html
     assert '<code class="language-yaml">' in html
 
@@ -224,3 +224,82 @@ def test_citation_without_url_is_plain_text():
 
 def test_error_html_escapes():
     assert "&lt;script&gt;" in render.error_html("<script>")
+
+
+def test_a_source_is_named_by_title_heading_and_upstream_with_file_and_lines_in_its_detail():
+    e = entry("Raise the timeout.", url="https://github.com/acme/skills/blob/main/docs/slime/references/trouble.md#oom")
+    e.doc, e.doc_title = "002_bd1aab8bc1bcc176.txt", "slime-rl-training (SkillHub capture)"
+    e.breadcrumb = ["slime: LLM Post-Training", "Skill Companion Files", "references/trouble.md", "Memory Issues",
+                    "Issue: OOM During Training"]
+    html = render.sources_html([citation_for(Hit(1, 0.9, e), 1)], lambda _: e)
+    head = html.split('class="rl-cite-head">')[1].split("</div>")[0]
+    assert ">slime-rl-training (SkillHub capture) <span class=\"rl-sep\">›</span> Issue: OOM During Training<" in head
+    assert "Skill Companion Files" not in head.split('">', 2)[-1]  # the five levels are only the tooltip
+    assert 'title="slime-rl-training (SkillHub capture) › slime: LLM Post-Training › Skill Companion Files' in head
+    location = html.split('class="rl-loc">')[1].split("<details")[0]
+    assert location.startswith("acme/skills · docs/slime/references/trouble.md · ")
+    assert 'title="Seed guides: troubleshooting pages gathered from community repositories and captures">seeds<' in location
+    assert "002_bd1aab8bc1bcc176" not in location
+    details = html.split("<details")[1]
+    assert "File 002_bd1aab8bc1bcc176.txt, lines 10–20" in details
+
+
+def test_a_short_heading_keeps_its_parent_and_a_page_off_github_names_its_host():
+    from rlhelper.sources import collection_note, short_trail, upstream
+
+    assert short_trail("verl FAQ", ["verl FAQ", "Checkpoints", "Solution"]) == ["verl FAQ", "Checkpoints", "Solution"]
+    assert short_trail("Guide", ["Guide", "A", "B", "Weight sync timed out"]) == ["Guide", "Weight sync timed out"]
+    assert upstream("https://docs.example.org/faq/#oom") == "docs.example.org/faq"
+    assert upstream(None) == ""
+    assert collection_note("official").startswith("Official docs") and "mine" in collection_note("mine")
+
+
+# -- rendering what users saw flattened or cut (issue 20, point 8) ----------------------------------
+
+
+def test_a_bulleted_list_right_under_a_paragraph_line_stays_a_list():
+    html = render.markdown_html("**Common mismatches:**\n- Different batch size\n- Different learning rate\n\n"
+                                "Wrapped text\n2019. was a year, not a list item")
+    assert "<ul><li>Different batch size</li><li>Different learning rate</li></ul>" in html
+    assert "<p><strong>Common mismatches:</strong></p>" in html
+    assert "<ol" not in html
+
+
+def test_searched_for_is_cut_at_a_word_with_an_ellipsis():
+    words = " ".join(f"reserved{i} by PyTorch" for i in range(40))
+    answer = build_answer("log\nlines", words, [], abstained=True)
+    shown = re.search(r"<code>(.*)</code>", render.searched_html(answer)).group(1)
+    assert shown.endswith(" …") and len(shown) <= 302
+    assert words.startswith(shown[:-2]) and words[len(shown) - 2] == " "  # the last word is whole
+
+
+def test_also_in_another_language_is_not_said_of_the_same_title():
+    e = entry("Raise the timeout.")
+    e.heading = "Weight sync"
+    same = {"entry_id": "z1", "collection": "seeds", "doc": "zh/guide.md", "heading": "Weight  sync", "lang": "zh",
+            "breadcrumb": [], "line_start": 7, "line_end": 9, "url": None}
+    english_title = {**same, "heading": "Weight sync timeout (NCCL)"}
+    chinese_title = {**same, "heading": "权重同步超时"}
+    e.twins = [same, english_title, chinese_title]
+    html = render.answer_html(build_answer("weight sync", "weight sync", [Hit(1, 0.9, e)], abstained=False))
+    assert html.count("Also in 中文") == 1 and "权重同步超时" in html and "NCCL" not in html
+
+
+# -- a Chinese question is answered with Chinese labels (issue 20, point 6) ------------------------
+
+
+def test_a_chinese_question_gets_chinese_labels_and_an_english_one_english():
+    e = entry("**Cause:** slow net.\n\n**Fix:**\n```yaml\nweight_sync_timeout: 120\n```")
+    zh = build_answer("weight sync 超时怎么办", "weight sync 超时怎么办", [Hit(1, 0.9, e), Hit(2, 0.5, entry("x", eid="e2"))],
+                      abstained=False)
+    assert "**原因** [1]" in zh.text and "**解决方法** [1]" in zh.text and "**Cause**" not in zh.text
+    html = render.answer_html(zh, entry_for=lambda _: e)
+    for chinese in ("来源", "查看完整条目", "其他相关条目", ">复制<", "文件 guide.md，第 10–20 行"):
+        assert chinese in html, chinese
+    assert "Show the whole entry" not in html and ">Sources<" not in html
+    assert "slow net." in html  # the quoted doc text stays as written
+
+    en = build_answer("weight sync timed out", "weight sync timed out", [Hit(1, 0.9, e)], abstained=False)
+    assert "**Cause** [1]" in en.text and "来源" not in render.answer_html(en)
+    nothing = build_answer("这个报错怎么办", "这个报错怎么办", [Hit(1, 0.1, e)], abstained=True)
+    assert nothing.text.startswith("文档中没有") and "文档中没有匹配的条目" in render.answer_html(nothing)

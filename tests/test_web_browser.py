@@ -339,3 +339,141 @@ def test_a_comment_box_stops_at_the_limit(page, seeds_url):
     box = page.locator("#rl-comment textarea")
     box.fill("x" * 3_000)
     assert len(box.input_value()) == 2_000
+
+
+# -- what a user meets (issue 20) -----------------------------------------------------------------
+
+SHOTS = os.environ.get("RLHELPER_SCREENSHOT_DIR")  # screenshots at both sizes, kept here when set
+LONG_PASTE = "Traceback (most recent call last):\n" + "".join(
+    f'  File "/workspace/envs/site-packages/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd_{i}.py", line {i}, '
+    "in generate_sequences\n    outputs = self.inference_engine.generate(prompts=vllm_inputs, "
+    "sampling_params=self.sampling_params, use_tqdm=False)\n" for i in range(5)
+) + ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. PYTORCH_CUDA_ALLOC_CONF="
+     "expandable_segments:True_" + "x" * 120)
+
+
+def ask_and_wait(page, question: str) -> None:
+    """Ask, and wait for this question's own final answer (not an earlier one's sources)."""
+    answered = "() => [...document.querySelectorAll('#rl-chat [data-testid=bot]')].filter(b => b.querySelector(" \
+               "'.rl-sources, .rl-abstain, .rl-error, .rl-smalltalk')).length"
+    before = page.evaluate(answered)
+    box = page.locator("#rl-input textarea")
+    box.fill(question)
+    box.press("Enter")
+    page.wait_for_function(f"n => ({answered})() > n", arg=before)
+    page.wait_for_timeout(300)
+
+
+def shot(page, name: str, tmp_path: Path) -> None:
+    where = Path(SHOTS) if SHOTS else tmp_path
+    where.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(where / name))
+
+
+def sized_page(browser, width: int, height: int):
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def phone(browser):
+    yield from sized_page(browser, 390, 844)
+
+
+@pytest.fixture
+def desktop(browser):
+    yield from sized_page(browser, 1280, 900)
+
+
+def test_a_new_answer_opens_at_its_start(desktop, seeds_url, tmp_path):
+    desktop.goto(seeds_url)
+    ask_and_wait(desktop, "RuntimeError: wake_up timed out after 60s")
+    ask_and_wait(desktop, QUESTION)  # an answer taller than the chat pane
+    where = desktop.evaluate("""() => {
+        const users = document.querySelectorAll('#rl-chat [data-testid=user]'), last = users[users.length - 1];
+        const pane = last.closest('.bubble-wrap').getBoundingClientRect(), q = last.getBoundingClientRect();
+        const bots = document.querySelectorAll('#rl-chat [data-testid=bot]'), a = bots[bots.length - 1].getBoundingClientRect();
+        return {paneTop: pane.top, paneBottom: pane.bottom, question: q.top, answer: a.top, answerHeight: a.height}; }""")
+    assert where["answerHeight"] > where["paneBottom"] - where["paneTop"]  # it could not all be shown
+    assert where["paneTop"] - 1 <= where["question"] < where["paneTop"] + 80, where  # the question on top
+    assert where["answer"] < where["paneBottom"] - 100, where  # and the answer's start below it
+    shot(desktop, "desktop-1280x900.png", tmp_path)
+
+
+def test_a_phone_opens_at_the_top_and_a_long_paste_does_not_widen_it(phone, seeds_url, tmp_path):
+    phone.goto(seeds_url)
+    phone.locator("#rl-input textarea").wait_for()
+    phone.wait_for_timeout(1500)  # when the box took focus on load, the page had scrolled by now
+    assert phone.evaluate("window.scrollY") == 0
+    ask_and_wait(phone, LONG_PASTE)
+    widths = phone.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], f"the page is {widths[0]} px wide on a {widths[1]} px screen"
+    shot(phone, "phone-390x844.png", tmp_path)
+
+
+def boxes_overlap(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and \
+        a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
+def test_small_things_examples_clear_icon_arrow_and_the_vote_note(desktop, seeds_url):
+    page = desktop
+    page.goto(seeds_url)
+    example = page.locator("#rl-chat button.example").first
+    example.wait_for()
+    style = example.evaluate("b => { const s = getComputedStyle(b); return [s.borderTopStyle, s.borderTopWidth]; }")
+    assert style[0] != "none" and float(style[1].rstrip("px")) >= 1, style  # a button before any hover
+
+    ask_and_wait(page, QUESTION)
+    clear = page.locator("#rl-chat button[aria-label='Clear']")
+    first = page.locator("#rl-chat [data-testid='user']").first
+    page.locator("#rl-chat .bubble-wrap").evaluate("pane => pane.scrollTop = 0")
+    assert not boxes_overlap(clear.bounding_box(), first.bounding_box())
+    arrows = page.locator("#rl-chat .scroll-down-button-container button")
+    assert arrows.count() == 0 or not arrows.first.is_visible()
+
+    page.locator("#rl-chat button[aria-label='Like']").last.click()
+    page.locator("#rl-status").get_by_text("helpful").wait_for()
+    assert page.locator("#rl-comment").is_visible()
+    ask_and_wait(page, "RuntimeError: wake_up timed out after 60s")  # the next question: note and box go
+    assert page.locator("#rl-status").inner_text().strip() == ""
+    assert not page.locator("#rl-comment").is_visible()
+    page.locator("#rl-chat button[aria-label='Like']").last.click()
+    page.locator("#rl-comment").wait_for(state="visible")
+    clear.click()
+    page.locator("#rl-comment").wait_for(state="hidden")
+    assert page.locator("#rl-status").inner_text().strip() == ""
+
+
+def test_nothing_within_the_filters_offers_to_clear_them(desktop, seeds_url):
+    page = desktop
+    page.goto(seeds_url)
+    page.locator("#rl-framework input").click()
+    page.get_by_role("option", name="RLinf").click()
+    ask_and_wait(page, "RuntimeError: wake_up timed out after 60s")  # a SkyRL entry
+    assert "Nothing matches within your filters" in page.locator(".rl-answer").last.inner_text()
+    asked = page.locator("#rl-chat [data-testid='user']").count()
+    page.locator("#rl-clear-filters").click()
+    page.wait_for_function("n => document.querySelectorAll('#rl-chat [data-testid=user]').length > n", arg=asked)
+    page.wait_for_function("() => { const b = [...document.querySelectorAll('#rl-chat [data-testid=bot]')].pop();"
+                           " return b && b.querySelector('.rl-sources'); }")
+    answer = page.locator("#rl-chat [data-testid='bot']").last
+    assert "wake_up timed out after Xs" in answer.locator(".rl-sources").first.inner_text()
+    assert page.locator("#rl-framework input").input_value() == "All frameworks"
+    assert not page.locator("#rl-clear-filters").is_visible()
+
+
+def test_thanks_gets_a_word_back_and_the_next_follow_up_keeps_the_topic(desktop, seeds_url, tmp_path):
+    page = desktop
+    page.goto(seeds_url)
+    ask_and_wait(page, "weight sync timed out between the trainer and sglang")
+    ask_and_wait(page, "thanks!")
+    last = page.locator("#rl-chat [data-testid='bot']").last
+    assert "Glad it helped" in last.inner_text() and last.locator(".rl-sources, .rl-abstain").count() == 0
+    ask_and_wait(page, "what about slime?")
+    assert "Read as a follow-up" in page.locator(".rl-answer").last.inner_text()
+    ask_and_wait(page, "有没有中文的说明？谢谢")  # a question, not small talk
+    shot(page, "desktop-conversation-1280x900.png", tmp_path)

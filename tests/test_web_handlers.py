@@ -105,7 +105,7 @@ def test_answer_streams_in_then_shows_numbered_citations(helper):
 
 
 def render_location(c) -> str:
-    return f"{c.doc}:{c.line_start}–{c.line_end}"
+    return f"File {c.doc}, lines {c.line_start}–{c.line_end}"
 
 
 def test_a_pasted_log_shows_the_lines_that_were_searched(helper):

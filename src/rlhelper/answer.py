@@ -21,6 +21,7 @@ import re
 import textwrap
 from collections.abc import Iterable
 
+from .lexical import has_han
 from .schema import Answer, AnswerPart, Citation, Entry, Hit, title_trail
 
 # Label words seen in the shipped docs, grouped by what they introduce.
@@ -46,6 +47,14 @@ WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the d
                      "often score as high; check that it fits your case.")
 RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
+# A question asked in Chinese is answered with Chinese labels (the quoted doc text stays as written).
+KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复", "text": ""}
+ALSO_RELEVANT = {"en": "Also relevant: ", "zh": "另见："}
+
+
+def language_of(query: str) -> str:
+    """"zh" for a question written in Chinese (any Han character), else "en": the answer's labels."""
+    return "zh" if has_han(query or "") else "en"
 # Training frameworks as their docs spell them; query.detect_frameworks keys them in lower case.
 FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
 NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
@@ -150,8 +159,8 @@ def parts_for(hit: Hit, number: int) -> list[AnswerPart]:
     return [AnswerPart(kind=kind, text=block, citation=number) for kind, block in blocks]
 
 
-def render_markdown(parts: list[AnswerPart], citations: list[Citation]) -> str:
-    """Markdown answer text with [n] markers after every block."""
+def render_markdown(parts: list[AnswerPart], citations: list[Citation], lang: str = "en") -> str:
+    """Markdown answer text with [n] markers after every block; labels in `lang` (en or zh)."""
     out: list[str] = []
     by_number = {c.number: c for c in citations}
     current = None
@@ -160,16 +169,18 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation]) -> str:
             current = part.citation
             c = by_number[current]
             trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
-            lead = "" if current == 1 else "Also relevant: "
+            lead = "" if current == 1 else ALSO_RELEVANT.get(lang, ALSO_RELEVANT["en"])
             out.append(f"### {lead}{c.heading} [{current}]\n_{trail}_")
-        title = KIND_TITLES[part.kind]
+        title = (KIND_TITLES_ZH if lang == "zh" else KIND_TITLES)[part.kind]
         label = f"**{title}** [{part.citation}]\n\n" if title else ""
         out.append(f"{label}{part.text}")
     return "\n\n".join(out)
 
 
-def no_match_text(has_related: bool) -> str:
+def no_match_text(has_related: bool, lang: str = "en") -> str:
     """The answer's text when nothing answers the query."""
+    if lang == "zh":
+        return "文档中没有与此问题匹配的条目。" + ("下面列出了最接近的条目，它们未必能回答这个问题。" if has_related else "")
     text = "No matching entry in the docs for this query."
     return text + (" The nearest entries are listed as related; they may not answer it." if has_related else "")
 
@@ -191,14 +202,15 @@ def build_answer(
     an answer from another framework than the one the query names."""
     notices = list(notices or [])
     if abstained or not hits:
-        return Answer(query, normalized_query, truncated, True, no_match_text(bool(hits)), [], [], hits, notices)
+        return Answer(query, normalized_query, truncated, True, no_match_text(bool(hits), language_of(query)), [], [],
+                      hits, notices)
     citations: list[Citation] = []
     parts: list[AnswerPart] = []
     cited = cited_hits(hits)
     for number, hit in enumerate(cited, start=1):
         citations.append(citation_for(hit, number))
         parts.extend(parts_for(hit, number))
-    text = render_markdown(parts, citations)
+    text = render_markdown(parts, citations, language_of(query))
     related = [h for h in hits if h not in cited][:RELATED_SHOWN]
     mismatch = framework_notice(named_frameworks or {}, hits[0].entry, related, indexed_frameworks)
     if mismatch:

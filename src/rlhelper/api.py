@@ -153,8 +153,14 @@ class Helper:
             moved_to = None
         if moved_to:
             search = {**search, "framework": moved_to}  # that framework's entries, not a boost
+        # What was quoted is no new answer, except when the previous answer was itself a follow-up (a
+        # guess at a moved question): an entry it quoted about what this message adds stays ("on
+        # multiple nodes?" after "what about slime?" quoted "Weight Sync Failures in Multi-Node").
+        quoted = {h.entry.id: h.entry for h in previous.hits}
+        exclude = [c.entry_id for c in previous.citations
+                   if not (previous.follow_up_of and (e := quoted.get(c.entry_id)) and followup.in_heading(query, e))]
         answer = self._answer(followup.read_with(query, previous.normalized_query), **search,
-                              exclude=[c.entry_id for c in previous.citations], users_filters=not moved_to)
+                              exclude=exclude, users_filters=not moved_to)
         head = " ".join(previous.normalized_query.split())  # what was searched: a pasted log's error line
         head = head if len(head) <= 80 else head[:79] + "…"
         within = f", in {FRAMEWORK_NAMES.get(moved_to, moved_to)}'s docs" if moved_to else ""

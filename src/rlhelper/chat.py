@@ -40,6 +40,7 @@ import click
 
 from . import config
 from .errors import RlhelperError
+from .smalltalk import reply as reply_to_small_talk
 
 if TYPE_CHECKING:
     from .api import Helper
@@ -213,6 +214,8 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
         elif re.fullmatch(r"/[a-z]+", command):  # "/usr/bin/nvcc failed" is a question; "/nwe" a typo
             click.secho(f"Unknown command {command}: /new, /accept, /demote, /quit or /help.", fg="yellow",
                         err=True)
+        elif (courtesy := reply_to_small_talk(message)) is not None:
+            click.echo(courtesy, err=True)  # "thanks": a word back (stderr: stdout holds answers, --json), no search
         else:
             try:
                 show(conversation.ask(message))

@@ -83,7 +83,9 @@ class EvalItem:
     lang: str
     expected: list[dict]  # [{"doc": ..., "heading": ...}]; empty: the docs do not answer
     split: str | None = None  # None: the item belongs to every split
-    previous: str | None = None  # a conversation's message before `query`: it is asked first (followup.py)
+    # A conversation's messages before `query` (one, or a list in order): asked first (followup.py);
+    # small talk among them ("thanks") gets its word back and leaves the topic as it was (smalltalk.py).
+    previous: str | list[str] | None = None
 
     @property
     def answerable(self) -> bool:
@@ -93,6 +95,26 @@ class EvalItem:
         return {"id": self.id, "split": self.split, **({"previous": self.previous} if self.previous else {}),
                 "query": self.query, "kind": self.kind, "lang": self.lang,
                 "expected": [dict(e) for e in self.expected]}
+
+
+def _previous(raw) -> str | list[str] | None:
+    if not raw:
+        return None
+    return [str(m) for m in raw] if isinstance(raw, list) else str(raw)
+
+
+def asked_before(helper, previous: str | list[str], **search):
+    """The answer a conversation's earlier messages leave as `previous`, as the web chat keeps it:
+    the last one that found an entry; small talk is not searched."""
+    from .smalltalk import reply
+
+    answer = None
+    for message in [previous] if isinstance(previous, str) else previous:
+        if reply(message) is not None:
+            continue
+        found = helper.ask(message, previous=answer, **search)
+        answer = found if not found.abstained else answer
+    return answer
 
 
 def load_eval_set(path: Path, split: str | None = None) -> list[EvalItem]:
@@ -120,7 +142,7 @@ def load_eval_set(path: Path, split: str | None = None) -> list[EvalItem]:
                 lang=str(raw.get("lang") or "en"),
                 expected=expected,
                 split=raw.get("split") or None,
-                previous=str(raw["previous"]) if raw.get("previous") else None,
+                previous=_previous(raw.get("previous")),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ConfigError(f"{path}:{number}: not an eval item ({e}); expected "
@@ -504,7 +526,7 @@ def _search(helper, item: EvalItem, *, mode: str, k: int, collections, llm=None)
     search = {"k": k, "mode": mode, "collection": list(collections) if collections else None}
     try:
         if item.previous:  # a conversation: the follow-up is asked after the answer to `previous`
-            found = helper.ask(item.query, previous=helper.ask(item.previous, **search), **search)
+            found = helper.ask(item.query, previous=asked_before(helper, item.previous, **search), **search)
             weak = found.weak_match
         elif llm is not None:  # the model is given what a user's --llm gives it: the answer's question
             found = helper.ask(item.query, **search)

@@ -30,6 +30,10 @@ _CUE = re.compile(
     r"呢\s*[?？]?\s*$",
     re.IGNORECASE,
 )
+# A fragment that only adds a circumstance ("on multiple nodes?", "with tp=8?", "在多机上呢"): it
+# continues the question before, it asks nothing alone.
+_FRAGMENT = re.compile(r"^\s*(?:on|with|in|for|using|under|without|when|during|at|across|在|用|使用)\b", re.IGNORECASE)
+MAX_FRAGMENT_WORDS = 4
 # Words that point back at the question before: "that", "the same", "the slime equivalent",
 # "…then?", "这个". A short message holding one has nothing to search without what it points at.
 _POINTS_BACK = re.compile(
@@ -52,7 +56,13 @@ def is_short(message: str) -> bool:
 
 def has_cue(message: str) -> bool:
     """Starts like a follow-up, points back at the question before, or is only a name ("skyrl?")."""
-    return bool(_CUE.search(message) or _POINTS_BACK.search(message)) or names_only(message)
+    return bool(_CUE.search(message) or _POINTS_BACK.search(message)) or names_only(message) or is_fragment(message)
+
+
+def is_fragment(message: str) -> bool:
+    """A few words that start with a preposition ("on multiple nodes?"): a circumstance added to the
+    question before, not a question of its own."""
+    return bool(_FRAGMENT.search(message)) and len(_words(message)) <= MAX_FRAGMENT_WORDS
 
 
 def names_only(message: str) -> bool:

@@ -26,6 +26,9 @@ Trade-offs:
   them (`third_party/gloo/...` keeps "gloo"); user directories go.
 * Nothing is rejected here: emptiness and binary data are the caller's to
   report (see `is_binary`); control characters are simply removed.
+* An exception's message names the error in its first sentence; the sentences after it
+  (an allocator's statistics, a library's generic advice) are kept apart as `detail`, and
+  retrieval weighs their words less: they matched an entry about memory that stays free.
 * The deepest stack frame inside a framework's own package is kept apart as
   `context` ("workers rollout vllm_rollout generate_sequences"): where the
   error surfaced tells a rollout OOM from a training OOM, but frame words are
@@ -58,6 +61,9 @@ class NormalizedQuery:
     # Where in a framework's code the error surfaced: the words of the deepest stack frame
     # inside verl/, skyrl_train/, slime/, rlinf/ ("workers rollout vllm_rollout generate_sequences").
     context: str = ""
+    # The sentences after the first of the final exception's message ("Tried to allocate 2.00 GiB.
+    # GPU 0 has a total capacity of ..."): numbers and advice that follow the error, not the error.
+    detail: str = ""
 
 
 # --- character-level cleaning -------------------------------------------------
@@ -234,6 +240,13 @@ _ERRORISH = re.compile(
     re.I,
 )
 _WARNISH = re.compile(r"\bwarn(?:ing)?s?\b|\w+Warning:", re.I)
+# A line reporting that all is well ("worker heartbeat ok", "health check passed, 0 errors",
+# "timeout=30s ... alive"): its error words describe what was checked, not what went wrong.
+_ALL_WELL = re.compile(
+    r"\b(?:ok|okay|healthy|alive|passed|succeeded|successful(?:ly)?|no errors?|0 (?:errors?|failures?)"
+    r"|errors?\s*[=:]\s*0)(?!\w)",
+    re.I,
+)
 # Ray re-raising a worker's exception in the driver: "RayTaskError(RuntimeError): ray::WorkerDict.f() (pid=..)".
 # It names the process boundary the error crossed; the error itself is printed under it.
 _RAY_WRAPPER = re.compile(r"(?:ray\.exceptions\.)?RayTaskError\(\w+\): ray::")
@@ -257,6 +270,16 @@ _PATH_KEEP = frozenset(
 )
 _FILE_NAME = re.compile(r"\.[A-Za-z]\w{0,5}(?::\d+)*$")
 _WHITESPACE = re.compile(r"\s+")
+_SENTENCE_END = re.compile(r"(?<=[a-z)\]])\.\s+(?=[A-Z])")
+
+
+def _detail(line: str) -> str:
+    """The sentences after the first of an exception line's message ("" for other lines)."""
+    if not _EXCEPTION.match(line):
+        return ""
+    colon = line.find(": ")
+    end = _SENTENCE_END.search(line, colon + 2) if colon > 0 else None
+    return line[end.end():] if end else ""
 
 
 def _strip_prefixes(line: str) -> tuple[str, str | None]:
@@ -309,7 +332,7 @@ def _dedup_key(line: str) -> str:
 class _Line:
     text: str
     position: int
-    tier: int  # 0 exception, 1 error, 2 warning, 3 context
+    tier: int  # 0 exception, 1 error, 2 warning, 3 info line with error words, 4 context
     continuation: list[str] = field(default_factory=list)
 
     def block(self) -> str:
@@ -318,14 +341,20 @@ class _Line:
 
 def _classify(text: str, level: str | None) -> int:
     if _RAY_WRAPPER.match(text):
-        return 3  # context: searched only when the log holds no error line at all
+        return 4  # context: searched only when the log holds no error line at all
     if _EXCEPTION.match(text):
         return 0
-    if level == "error" or (level != "info" and _ERRORISH.search(text)):
+    if level == "error":
         return 1
-    if level == "warning" or _WARNISH.search(text) or (level == "info" and _ERRORISH.search(text)):
-        return 2
-    return 3
+    if level == "warning":
+        return 1 if _ERRORISH.search(text) else 2
+    if _ALL_WELL.search(text):
+        return 4  # heartbeats and health checks: their error words are what was checked
+    if level == "info":
+        return 3 if _ERRORISH.search(text) or _WARNISH.search(text) else 4
+    if _ERRORISH.search(text):
+        return 1
+    return 2 if _WARNISH.search(text) else 4
 
 
 def _has_log_markers(lines: list[str]) -> bool:
@@ -389,33 +418,36 @@ def _extract(lines: list[str]) -> tuple[list[_Line], int, str]:
 
 
 def _signature(kept: list[_Line], max_chars: int) -> tuple[list[str], int]:
-    """Ordered signature lines within max_chars, and how many error lines did not fit."""
-    exceptions = [k for k in kept if k.tier == 0]
-    errors = [k for k in kept if k.tier in (1, 2)]
-    if exceptions:
-        final = exceptions[-1]
-    elif any(k.tier == 1 for k in errors):
-        final = [k for k in errors if k.tier == 1][-1]
-    elif errors:
-        final = errors[-1]
-    else:
-        context = [k for k in kept if k.tier == 3][-FALLBACK_TAIL_LINES:]
-        return _fit([k.block() for k in context], max_chars, prefer_tail=True)
+    """Ordered signature lines within max_chars, and how many error lines did not fit.
 
-    seen = {_dedup_key(final.text)}
-    others: list[_Line] = []
-    # Tail first: when lines must go, the earliest go.
-    for candidate in sorted(
-        (k for k in exceptions + errors if k is not final), key=lambda k: (k.tier, -k.position)
-    ):
-        key = _dedup_key(candidate.text)
-        if key not in seen:
-            seen.add(key)
-            others.append(candidate)
+    The strongest tier leads wherever it stands in the log (an exception, else an error line,
+    else a warning, else an INFO line with error words), its last occurrence first; a line
+    repeated (up to its numbers) counts once, so a hundred heartbeats weigh as one.
+    """
+    telling = [k for k in kept if k.tier < 4]
+    if not telling:
+        latest_first = _distinct([k for k in reversed(kept) if k.tier == 4])
+        context = latest_first[:FALLBACK_TAIL_LINES][::-1]
+        return _fit([k.block() for k in context], max_chars, prefer_tail=True)
+    # Strongest tier first, latest first within a tier: when lines must go, the earliest go.
+    ranked = _distinct(sorted(telling, key=lambda k: (k.tier, -k.position)))
+    final, others = ranked[0], ranked[1:]
     dropped = max(0, len(others) - MAX_OTHER_LINES)
-    others = sorted(others[:MAX_OTHER_LINES], key=lambda k: (k.tier > 0, k.tier == 2, k.position))
+    others = sorted(others[:MAX_OTHER_LINES], key=lambda k: (k.tier > 0, k.tier, k.position))
     lines, cut = _fit([final.block()] + [k.block() for k in others], max_chars, prefer_tail=False)
     return lines, cut + dropped
+
+
+def _distinct(lines: list[_Line]) -> list[_Line]:
+    """Lines without repeats (equal up to their numbers), each kept where it first comes in `lines`."""
+    seen: set[str] = set()
+    kept = []
+    for line in lines:
+        key = _dedup_key(line.text)
+        if key not in seen:
+            seen.add(key)
+            kept.append(line)
+    return kept
 
 
 def _fit(blocks: list[str], max_chars: int, *, prefer_tail: bool) -> tuple[list[str], int]:
@@ -481,15 +513,16 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
             f"Searched the {len(signature):,} most telling error line{_s(len(signature))} "
             f"({max_chars:,} characters at most); {left_out:,} other error line{_s(left_out)} left out."
         )
-    errors_found = sum(1 for k in kept if k.tier <= 1)
+    errors_found = len({_dedup_key(k.text) for k in kept if k.tier <= 1})
     if signature and errors_found:
         notices.append(f"Pasted log detected: searched its error signature "
                        f"({errors_found:,} error line{_s(errors_found)}, last error first).")
-    elif signature and any(k.tier == 2 for k in kept):
+    elif signature and any(k.tier in (2, 3) for k in kept):
         notices.append("Pasted log detected: no error line in it, searched its warnings.")
     elif signature:
         notices.append("Pasted log detected: no error line in it, searched its last lines.")
-    return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True, context)
+    return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True, context,
+                           _detail(signature[0]) if signature else "")
 
 
 def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[str, float]) -> NormalizedQuery:
@@ -500,7 +533,7 @@ def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[
     if truncated:
         plain = _cut(plain, max_chars)
         notices = notices + [f"The query was {len(raw):,} characters; searched its first {len(plain):,}."]
-    return NormalizedQuery(plain, truncated, notices, frameworks, False)
+    return NormalizedQuery(plain, truncated, notices, frameworks, False, detail=_detail(plain))
 
 
 def _tail(raw: str, limit: int) -> str:

@@ -20,9 +20,11 @@ import html
 import re
 from collections.abc import Callable, Iterable
 
-from .answer import runners_up
+from .answer import ALSO_RELEVANT, language_of, runners_up
 from .schema import Answer, Citation, Entry, Hit, title_trail
+from .sources import collection_note, short_trail, upstream
 from .twins import label as twin_label
+from .twins import worth_naming
 
 MAX_QUERY_ECHO = 2000  # characters of the user's query shown back in the chat
 
@@ -317,6 +319,8 @@ def markdown_html(text: str, refs: dict[int, str | None] | None = None) -> str:
             continue
 
         m = _LIST.match(line)
+        if m and para and _interrupts_paragraph(m):
+            flush_para()  # "**Common mismatches:**" then "- Different batch size" on the next line
         if m and not para:
             items, ordered, start = [], m.group("marker")[0].isdigit(), None
             if ordered:
@@ -368,6 +372,13 @@ def _joined(lines: list[str]) -> str:
         hard = previous.endswith(("  ", "\\")) or line.lstrip().startswith("**")
         text = (text.removesuffix("\\") if hard else text) + (_HARD_BREAK if hard else " ") + line.strip()
     return text
+
+
+def _interrupts_paragraph(item: re.Match) -> bool:
+    """Whether a list item may start right under a paragraph line, as in CommonMark: a bullet, or
+    a numbered item starting at 1 (a wrapped line beginning "2019. was ..." is no list)."""
+    marker = item.group("marker")
+    return not marker[0].isdigit() or marker[:-1] == "1"
 
 
 def _indented_block_follows(lines: list[str], i: int) -> bool:
@@ -435,12 +446,22 @@ def error_html(message: str) -> str:
 
 
 def breadcrumb_html(doc_title: str, breadcrumb: list[str]) -> str:
-    return " <span class=\"rl-sep\">›</span> ".join(esc(t) for t in title_trail(doc_title, breadcrumb))
+    """The document title and the section heading (sources.short_trail); the whole trail is the tooltip."""
+    shown = " <span class=\"rl-sep\">›</span> ".join(esc(t) for t in short_trail(doc_title, breadcrumb))
+    return f'<span title="{esc(" › ".join(title_trail(doc_title, breadcrumb)))}">{shown}</span>'
 
 
-def _location(doc: str, line_start: int, line_end: int, collection: str = "") -> str:
-    where = f"{doc}:{line_start}–{line_end}"
-    return f'<span class="rl-loc">{esc(where)}{" · " + esc(collection) if collection else ""}</span>'
+def _location(url: str | None, collection: str = "") -> str:
+    """Where the source lives upstream (repository · path) and, in plain words on hover, what its
+    collection is; the file and lines are in the entry's detail (_file_line)."""
+    parts = [esc(where)] if (where := upstream(url)) else []
+    if collection:
+        parts.append(f'<span class="rl-coll" title="{esc(collection_note(collection))}">{esc(collection)}</span>')
+    return f'<span class="rl-loc">{" · ".join(parts)}</span>' if parts else ""
+
+
+def _file_line(doc: str, line_start: int, line_end: int) -> str:
+    return f'<div class="rl-muted rl-file">File {esc(doc)}, lines {line_start}–{line_end}</div>'
 
 
 def entry_html(entry: Entry) -> str:
@@ -463,36 +484,38 @@ def matched_html(question: str | None) -> str:
 
 def _source_row(number: int | None, title_html: str, url: str | None, location: str, entry: Entry | None,
                 also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "",
-                matched: str | None = None) -> str:
+                matched: str | None = None, file_line: str = "", heading: str = "") -> str:
     badge = f'<span class="rl-num">{number}</span>' if number is not None else '<span class="rl-num rl-dot">•</span>'
     head = link(url, title_html, "rl-cite-link")
     also = ""
     if also_at:
         places = ", ".join(esc(f"{a.get('doc', '')}:{a.get('line_start', '')}") for a in also_at[:5])
         also = f'<div class="rl-muted">Also at {places}</div>'
-    for twin in twins or []:  # the same section in another language or version of the page
+    for twin in [t for t in twins or [] if worth_naming(t, heading, lang)]:  # in another language or version
         where = esc(f"{twin['doc']}:{twin['line_start']}")
         also += (f'<div class="rl-muted rl-twin">{esc(twin_label(twin, lang).capitalize())}: '
                  f'{link(twin.get("url"), esc(twin["heading"]))} ({where})</div>')
     details = ""
     if entry is not None:
         details = (f'<details class="rl-details"><summary>Show the whole entry</summary>'
-                   f"{entry_html(entry)}</details>")
+                   f"{file_line}{entry_html(entry)}</details>")
+    else:
+        location += file_line
     return (f'<div class="rl-cite">{badge}<div class="rl-cite-main"><div class="rl-cite-head">{head}</div>'
             f"{location}{matched_html(matched)}{also}{details}</div></div>")
 
 
 def citation_html(c: Citation, entry: Entry | None, matched: str | None = None) -> str:
-    return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url,
-                       _location(c.doc, c.line_start, c.line_end, c.collection), entry, c.also_at, c.twins, c.lang,
-                       matched)
+    return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url, _location(c.url, c.collection),
+                       entry, c.also_at, c.twins, c.lang, matched, _file_line(c.doc, c.line_start, c.line_end),
+                       c.heading)
 
 
 def related_html(hit: Hit) -> str:
     e = hit.entry
-    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url,
-                       _location(e.doc, e.line_start, e.line_end, e.collection), e, twins=e.twins, lang=e.lang,
-                       matched=hit.matched_question)
+    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection), e,
+                       twins=e.twins, lang=e.lang, matched=hit.matched_question,
+                       file_line=_file_line(e.doc, e.line_start, e.line_end), heading=e.heading)
 
 
 def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None],
@@ -541,7 +564,7 @@ def _literal_headings(citations: list[Citation], refs: dict[int, str | None]) ->
     literal = {}
     for c in citations:
         ref = inline(f"[{c.number}]", refs)
-        for lead in ("", "Also relevant: "):
+        for lead in ("", *ALSO_RELEVANT.values()):
             literal[f"### {lead}{c.heading} [{c.number}]"] = f"<h5>{esc(lead + c.heading)} {ref}</h5>"
         trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
         literal[f"_{trail}_"] = f"<p><em>{esc(trail)}</em></p>"
@@ -565,12 +588,24 @@ def body_html(markdown: str, citations: list[Citation]) -> str:
     return f'<div class="rl-body">{"".join(out)}</div>'
 
 
+SEARCHED_CHARS = 300  # of the searched lines shown under a pasted log
+
+
+def _cut_at_word(text: str, limit: int) -> str:
+    """The head of text within limit characters, ended at a space when there is one in its last fifth."""
+    head = text[:limit]
+    space = max(head.rfind(" "), head.rfind("\n"))
+    return head[:space].rstrip() if space > limit * 4 // 5 else head
+
+
 def searched_html(answer: Answer) -> str:
     """For a pasted log, the lines actually searched (shown with the query, never in the answer,
     which holds doc text only): the echo of a long paste shows only its head."""
     if "\n" not in answer.query.strip() or answer.normalized_query.strip() == answer.query.strip():
         return ""
-    return f'<div class="rl-searched">Searched for: <code>{esc(answer.normalized_query[:300])}</code></div>'
+    searched = answer.normalized_query
+    shown = searched if len(searched) <= SEARCHED_CHARS else _cut_at_word(searched, SEARCHED_CHARS) + " …"
+    return f'<div class="rl-searched">Searched for: <code>{esc(shown)}</code></div>'
 
 
 def link_html(search: str) -> str:
@@ -578,6 +613,33 @@ def link_html(search: str) -> str:
     It opens a new tab: following it here would end this conversation."""
     return (f'<div class="rl-link"><a href="{esc(search)}" target="_blank" rel="noopener noreferrer">'
             'Link to this question</a></div>')
+
+
+# The page's own words in an answer, in Chinese for a question asked in Chinese. Each key is a piece
+# of this module's own markup (never document text, which is escaped and carries no such tags).
+CHINESE_MARKUP = {
+    '<div class="rl-sources-title">Sources</div>': '<div class="rl-sources-title">来源</div>',
+    '<div class="rl-sources-title">Also related (not quoted above)</div>':
+        '<div class="rl-sources-title">其他相关条目（上文未引用）</div>',
+    '<div class="rl-sources-title">Related entries</div>': '<div class="rl-sources-title">相关条目</div>',
+    "<summary>Show the whole entry</summary>": "<summary>查看完整条目</summary>",
+    '<strong>No matching entry in the docs.</strong>': "<strong>文档中没有匹配的条目。</strong>",
+    "Nothing in the indexed troubleshooting docs answers this. The nearest entries are below; they may not answer it.":
+        "已索引的排障文档中没有能回答这个问题的内容。下面是最接近的条目，它们未必能回答。",
+    "Nothing in the indexed troubleshooting docs answers this. Try other words, paste the exact error line, or clear "
+    "the filters.": "已索引的排障文档中没有能回答这个问题的内容。请换个说法、贴上完整的报错行，或清除筛选条件。",
+    'title="Copy to clipboard">Copy</button>': 'title="复制到剪贴板">复制</button>',
+    '<div class="rl-muted rl-file">File ': '<div class="rl-muted rl-file">文件 ',
+}
+
+
+def in_language(html: str, lang: str) -> str:
+    """The answer's own labels in `lang` (en: as written; zh: CHINESE_MARKUP)."""
+    if lang != "zh":
+        return html
+    for english, chinese in CHINESE_MARKUP.items():
+        html = html.replace(english, chinese)
+    return re.sub(r'(<div class="rl-muted rl-file">文件 [^<]*?), lines (\d+)–(\d+)</div>', r"\1，第 \2–\3 行</div>", html)
 
 
 def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
@@ -598,7 +660,7 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
             parts.append(related_block_html(runners_up(answer), "Also related (not quoted above)"))
         else:
             parts.append('<div class="rl-muted rl-pending">…</div>')
-    return f'<div class="rl-answer">{"".join(parts)}</div>'
+    return in_language(f'<div class="rl-answer">{"".join(parts)}</div>', language_of(answer.query))
 
 
 # -- notebooks ------------------------------------------------------------------------------

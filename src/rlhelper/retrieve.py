@@ -67,6 +67,7 @@ MISSPELT_NAME = 0.5  # hint strength of a misspelt framework name (a spelt-out o
 FRAMEWORK_BOOST = 1.0  # at full hint strength, a hinted framework's entries score x2
 CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese count half (glossary.py)
 CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
+DETAIL_WEIGHT = 0.5  # words only in the sentences after an exception message's first (query.py)
 SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 MAX_QUERY_BYTES = 1_000_000
 # A reported issue's thread (github/entries.py) scores x0.9: it ranks below a doc entry of the
@@ -542,6 +543,9 @@ class QueryTerms:
     def of(cls, normalized: NormalizedQuery, corrector: Corrector | None = None) -> QueryTerms:
         words = lexical.tokenize(normalized.text)
         extra = dict.fromkeys(lexical.tokenize(normalized.context), CONTEXT_WEIGHT)
+        detail_only = _detail_only(normalized)
+        if detail_only:
+            extra.update(dict.fromkeys(detail_only, DETAIL_WEIGHT))
         extra.update(dict.fromkeys(glossary.cross_language(words), CROSS_LANGUAGE_WEIGHT))
         corrected = {}
         if corrector is not None:
@@ -550,7 +554,9 @@ class QueryTerms:
                 extra.update(dict.fromkeys(corrections, SPELLING_WEIGHT))
                 if corrections:
                     corrected[word] = corrections[0]
-        return cls(glossary.expand(words) + lexical.phrases(normalized.text), words, extra, corrected)
+        tokens = [t for t in glossary.expand(words) + lexical.phrases(normalized.text)
+                  if t not in detail_only and not detail_only.intersection(t.split("+"))]
+        return cls(tokens, words, extra, corrected)
 
     def misspelt_frameworks(self) -> dict[str, float]:
         """Framework hints from misspelt names ("rilnf", "skime"), at MISSPELT_NAME strength."""
@@ -560,3 +566,12 @@ class QueryTerms:
         """(tokens, words) with misspelt words read as their corrections: what the abstention
         signals weigh, so a typo is not taken for a word the docs do not cover."""
         return ([self.corrected.get(t, t) for t in self.tokens], [self.corrected.get(w, w) for w in self.words])
+
+
+def _detail_only(normalized: NormalizedQuery) -> set[str]:
+    """Words that occur only in the exception message's detail sentences: an allocator's
+    "GPU 0 has a total capacity of ... free" matched an entry about memory that stays free."""
+    if not normalized.detail:
+        return set()
+    rest = normalized.text.replace(normalized.detail, " ", 1)
+    return set(lexical.tokenize(normalized.detail)) - set(lexical.tokenize(rest))

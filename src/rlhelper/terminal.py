@@ -8,6 +8,7 @@ import click
 
 from .answer import runners_up
 from .schema import Answer, Hit
+from .sources import collection_note, short_trail, upstream
 from .twins import label
 
 if TYPE_CHECKING:
@@ -30,13 +31,21 @@ def _citation_lines(answer: Answer) -> list[str]:
     lines = []
     matched = {h.entry.id: h.matched_question for h in answer.hits}
     for c in answer.citations:
-        lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True) + " › ".join(c.trail))
-        lines.append(click.style(f"    {c.location}", dim=True) + (f"  {c.url}" if c.url else ""))
+        lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True) + " › ".join(short_trail(c.doc_title, c.breadcrumb)))
+        lines += source_lines(c.url, c.collection, c.location)
         lines += matched_line(matched.get(c.entry_id))
         for other in c.also_at:
             lines.append(click.style(f"    also at {other['doc']}:{other['line_start']}-{other['line_end']}", dim=True))
         lines += _twin_lines(c.twins, c.lang)
     return lines
+
+
+def source_lines(url: str | None, collection: str, location: str) -> list[str]:
+    """Where a source lives upstream, what its collection is in plain words, then file and lines."""
+    where = upstream(url)
+    first = f"    {where}" + (f"  ({collection_note(collection)})" if collection else "") if where or collection else ""
+    return ([click.style(first, dim=True)] if first else []) + \
+        [click.style(f"    file {location}", dim=True) + (f"  {url}" if url else "")]
 
 
 def _twin_lines(twins: list[dict], lang: str) -> list[str]:

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .lexical import has_han
 from .schema import Entry
 
 VERSION = 2  # recorded in the index settings: an index linked otherwise is relinked on ingest
@@ -170,6 +171,17 @@ def label(twin: dict, lang: str) -> str:
     if twin.get("lang") and twin["lang"] != lang:
         return f"also in {LANGUAGE_NAMES.get(twin['lang'], twin['lang'])}"
     return "another version"
+
+
+def worth_naming(twin: dict, heading: str, lang: str) -> bool:
+    """Whether a twin in another language tells the reader something: not when its title is this
+    one's again, or is written in this entry's language (a Chinese page that kept the English title)."""
+    if not twin.get("lang") or twin["lang"] == lang:
+        return True  # another version of the page
+    other = " ".join(str(twin.get("heading", "")).split())
+    if other.casefold() == " ".join(heading.split()).casefold():
+        return False
+    return has_han(other) != (lang == "zh")
 
 
 def _identifiers(e: Entry) -> set[str]:

@@ -53,11 +53,12 @@ from urllib.parse import urlencode, urlsplit  # noqa: E402
 import gradio as gr  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
-from . import render  # noqa: E402
-from .answer import FRAMEWORK_NAMES, render_markdown  # noqa: E402
+from . import render, smalltalk  # noqa: E402
+from .answer import FRAMEWORK_NAMES, language_of, render_markdown  # noqa: E402
 from .errors import ConfigError, RlhelperError  # noqa: E402
 from .feedback import MAX_COMMENT_CHARS, FeedbackFull, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
 from .schema import Answer  # noqa: E402
+from .sources import collections_in_words  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +239,10 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         yield history, session
         return
     history.append(_message("user", render.user_html(query)))
+    if (courtesy := smalltalk.reply(query)) is not None:  # "thanks": a word back, no search, same topic kept
+        history.append(_message("assistant", f'<div class="rl-answer rl-smalltalk"><p>{render.esc(courtesy)}</p></div>'))
+        yield history, session
+        return
     history.append(_message("assistant", '<div class="rl-answer rl-muted">Searching the docs…</div>'))
     yield history, session
     try:
@@ -261,6 +266,9 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
 
     if not answer.abstained:
         session["previous"] = answer
+    # Nothing within the filters: the page offers to ask again without them.
+    session["filtered_miss"] = query if answer.abstained and (filter_value(framework) or filter_value(collection)) \
+        else None
     entry_for = getattr(helper, "entry", None)
     # A follow-up is kept as what was searched: self-contained, for a vote's eval item and the link.
     asked_alone = query if answer.follow_up_of is None else answer.normalized_query
@@ -318,7 +326,7 @@ def _streamed_bodies(answer: Answer) -> Iterator[str]:
     if answer.abstained or len(answer.parts) < 2:
         return
     for i in range(1, len(answer.parts)):
-        yield render_markdown(answer.parts[:i], answer.citations)
+        yield render_markdown(answer.parts[:i], answer.citations, language_of(answer.query))
 
 
 # -- the optional LLM hook -------------------------------------------------------------------
@@ -530,13 +538,18 @@ CSS = """
 .rl-cite-link { text-decoration: none; }
 .rl-cite-link:hover { text-decoration: underline; }
 .rl-sep { color: var(--body-text-color-subdued); font-weight: 400; }
-.rl-loc { display: block; font-family: var(--font-mono); font-size: 11.5px; color: var(--body-text-color-subdued); }
+.rl-loc { display: block; font-family: var(--font-mono); font-size: 11.5px; color: var(--body-text-color-subdued);
+  overflow-wrap: anywhere; }
+.rl-coll { text-decoration: underline dotted; cursor: help; }
+.rl-file { font-family: var(--font-mono); font-size: 11.5px; margin-top: 4px; }
 .rl-details summary { cursor: pointer; font-size: 0.82rem; color: var(--color-accent); margin-top: 3px;
   width: fit-content; }
 .rl-entry { border-left: 3px solid var(--color-accent-soft); padding: 2px 12px; margin-top: 6px;
   max-height: 520px; overflow: auto; }
 .rl-muted { color: var(--body-text-color-subdued); font-size: 0.85rem; }
 .rl-searched { color: var(--body-text-color-subdued); font-size: 0.8rem; margin-bottom: 6px; overflow-wrap: anywhere; }
+/* The searched lines hold a pasted log's longest tokens: they wrap anywhere rather than widen a phone's page. */
+.rl-searched code { white-space: pre-wrap; overflow-wrap: anywhere; word-break: break-word; }
 .rl-link { font-size: 0.75rem; margin-top: 4px; }
 .rl-link a { color: var(--body-text-color-subdued); }
 .rl-notices { background: #fffbeb; color: #78350f; border: 1px solid #fcd34d; border-radius: 8px;
@@ -552,6 +565,16 @@ CSS = """
 pre.rl-query, pre.rl-table { white-space: pre-wrap; word-break: break-word; font-size: 12px; max-height: 240px;
   overflow: auto; margin: 0; background: transparent; }
 .rl-directive { color: var(--body-text-color-subdued); font-size: 0.88rem; }
+/* The Clear (trash) button sits in the chat's top corner: the first message starts below it. */
+#rl-chat .message-wrap { padding-top: 34px; }
+/* The "scroll to the latest" arrow floated over the answer's text; the pane's scrollbar does its job. */
+#rl-chat .scroll-down-button-container { display: none !important; }
+/* Example prompts are buttons: framed before any hover, close together. */
+#rl-chat button.example { border: 1px solid var(--border-color-accent, #a5b4fc) !important;
+  background: var(--background-fill-primary) !important; border-radius: 8px; }
+#rl-chat button.example:hover { background: var(--color-accent-soft) !important; }
+#rl-chat .placeholder-content { gap: 8px; }
+#rl-chat .examples { margin-top: 6px; gap: 8px; }
 footer { display: none !important; }
 """
 
@@ -590,6 +613,38 @@ HEAD = """
     var text = who + (el.innerText || el.textContent || "").replace(/\\s+/g, " ").trim();
     if (el.getAttribute("aria-label") !== text) el.setAttribute("aria-label", text);  // unchanged: no new mutation
   }
+  // A new question: once its answer starts, scroll the chat so the question is at the top and the
+  // answer reads from its start (the chat does not follow the stream down to the last related entry).
+  // The question stays pinned there while its answer streams in (the pane can only scroll that far once
+  // the answer is long enough), until the final answer is in or the reader scrolls.
+  var asked = 0, pinned = null;
+  function showNewAnswer() {
+    var users = document.querySelectorAll("#rl-chat [data-testid='user']");
+    if (users.length < asked) { asked = users.length; pinned = null; return; }  // cleared
+    if (users.length > asked) { asked = users.length; pinned = users[users.length - 1]; }
+    if (!pinned || !pinned.isConnected) { pinned = null; return; }
+    var pane = pinned.closest(".bubble-wrap");
+    if (!pane) return;
+    pane.scrollTop += pinned.getBoundingClientRect().top - pane.getBoundingClientRect().top - 40;  // below Clear
+    var bots = document.querySelectorAll("#rl-chat [data-testid='bot']"), answer = bots[bots.length - 1];
+    var after = answer && (pinned.compareDocumentPosition(answer) & Node.DOCUMENT_POSITION_FOLLOWING);
+    if (after && answer.querySelector(".rl-sources, .rl-abstain, .rl-error, .rl-smalltalk")) pinned = null;
+  }
+  ["wheel", "touchmove", "keydown"].forEach(function (kind) {
+    document.addEventListener(kind, function (ev) {
+      if (ev.target && ev.target.closest && ev.target.closest("#rl-chat")) pinned = null;
+    }, {passive: true, capture: true});
+  });
+  new MutationObserver(function () { showNewAnswer(); }).observe(document.documentElement, {subtree: true, childList: true});
+  // The box takes focus without scrolling the page; not on a phone, where focus opens the keyboard.
+  window.addEventListener("load", function () {
+    if (window.innerWidth < 700) return;
+    var tries = 0, wait = setInterval(function () {
+      var box = document.querySelector("#rl-input textarea");
+      if (box || ++tries > 50) clearInterval(wait);
+      if (box) box.focus({preventScroll: true});
+    }, 100);
+  });
   new MutationObserver(function (changes) {
     changes.forEach(function (change) {
       var root = change.target;
@@ -685,7 +740,7 @@ def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
 def _header_html(helper) -> str:
     try:
         count = len(helper.entries)
-        collections = ", ".join(helper.collections)
+        collections = collections_in_words(helper.collections)
         stats = f"{count:,} entries from {render.esc(collections)} · offline · answers quote the docs verbatim"
     except Exception:  # a helper without these properties (tests): no stats line
         stats = ""
@@ -695,6 +750,15 @@ def _header_html(helper) -> str:
         "rollouts. Paste an error, a traceback or a question; get the documented fix with numbered citations.</p>"
         f'<p class="rl-stats">{stats}</p></div>'
     )
+
+
+def reset_feedback():
+    """The vote's note, the comment row and box, and the clear-filters offer, as on a fresh page."""
+    return "", gr.update(visible=False), "", gr.update(visible=False)
+
+
+def offer_clear_filters(session):
+    return gr.update(visible=bool((session or {}).get("filtered_miss")))
 
 
 def _choices(label: str, values: list[str]) -> list[tuple[str, str]]:
@@ -796,7 +860,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
             placeholder=PLACEHOLDER,
             examples=EXAMPLES,
             elem_id="rl-chat",
-            autoscroll=True,
+            autoscroll=False,  # the page's script shows each new answer from its start (HEAD)
         )
         textbox = gr.Textbox(
             show_label=False,
@@ -805,9 +869,11 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
             max_lines=12,
             submit_btn="Ask",
             elem_id="rl-input",
-            autofocus=True,
+            autofocus=False,  # focused by the page's script without scrolling a phone's page down (HEAD)
         )
         status = gr.Markdown("", elem_id="rl-status")
+        clear_filters_btn = gr.Button("Clear the filters and ask again", visible=False, size="sm",
+                                      elem_id="rl-clear-filters")
         with gr.Row(visible=False, equal_height=True) as comment_row:
             comment_box = gr.Textbox(show_label=False, placeholder="Optional comment on your last vote",
                                      max_length=MAX_COMMENT_CHARS, scale=5, elem_id="rl-comment")
@@ -838,15 +904,25 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         # The hidden box is also what the `ask` API endpoint takes as its message.
         asked = gr.Textbox(visible=False)
         textbox.submit(None, [textbox], [asked, textbox], js="(text) => [text, '']", **quiet).then(  # in the browser
-            ask, [asked, *settings], outputs, api_name="ask", **answering)
+            ask, [asked, *settings], outputs, api_name="ask", **answering).then(
+            offer_clear_filters, [session], [clear_filters_btn], **quiet)
         picked = gr.State("")  # an example's text goes straight to the answer, not through the box
         chatbot.example_select(example_text, None, [picked], **quiet).then(
-            ask, [picked, *settings], outputs, api_visibility="private", **answering)
+            ask, [picked, *settings], outputs, api_visibility="private", **answering).then(
+            offer_clear_filters, [session], [clear_filters_btn], **quiet)
         # A question's link (?q=..., under each question) asks it as the page opens.
         linked = gr.State("")
         app.load(open_link, None, [linked, framework, collection], **quiet).then(
             ask_linked, [linked, *settings], outputs, api_visibility="private", **answering)
         chatbot.clear(new_session, None, [session], queue=False, api_visibility="private")
+        # A vote's note and comment box belong to the answer voted on: a new question or Clear removes them.
+        feedback_parts = [status, comment_row, comment_box, clear_filters_btn]
+        for event in (textbox.submit, chatbot.example_select, chatbot.clear):
+            event(reset_feedback, None, feedback_parts, **quiet)
+        again = gr.State("")
+        clear_filters_btn.click(lambda s: ("", "", (s or {}).get("filtered_miss") or "", gr.update(visible=False)),
+                                [session], [framework, collection, again, clear_filters_btn], **quiet).then(
+            ask_linked, [again, *settings], outputs, api_visibility="private", **answering)
         chatbot.like(vote, [session], [session, status, comment_row], queue=False, api_visibility="private")
         comment_box.submit(comment, [session, comment_box], [session, status, comment_box], queue=False,
                            api_visibility="private")
