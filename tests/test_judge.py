@@ -107,6 +107,24 @@ def test_the_unanswerable_set_is_in_shape_and_copies_no_eval_query():
     assert data.copies([r["query"] for r in rows], data.eval_queries()) == []  # compared, never shown
 
 
+def test_the_commands_print_counts(tiny_helper, monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from rlhelper.cli import main
+
+    helper, corpus = tiny_helper
+    checked = CliRunner().invoke(main, ["judge", "check-copies"])
+    assert checked.exit_code == 0 and checked.output.strip().endswith("; 0 copy an eval query")
+    monkeypatch.setenv("RLHELPER_CORPUS_DIR", str(corpus))
+    out, questions = tmp_path / "pairs.jsonl", tmp_path / "unanswerable.jsonl"
+    questions.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in UNANSWERABLE), encoding="utf-8")
+    built = CliRunner().invoke(main, ["judge", "build-data", "--index", str(helper.index.path), "--out", str(out),
+                                      "--unanswerable", str(questions)])
+    assert built.exit_code == 0, built.output
+    assert "bank          en  label 1       7" in built.output and f"-> {out}" in built.output
+    assert len(data.read(out)) == 8 + 8 * data.NEAR_MISSES + len(UNANSWERABLE) * data.UNANSWERED_TOP
+
+
 def test_copies_finds_equal_and_near_equal_word_sets():
     others = ["How do I resume training from step 200?", "训练 卡 住 了"]
     questions = ["how do i RESUME training from step 200", "How do I resume training from step 300?",

