@@ -41,8 +41,7 @@ def export(model, folder: Path, manifest: dict) -> dict:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).logits
 
-    # Two pairs of unequal length: the traced graph must carry the padding mask, which a
-    # mask of all ones would let the attention code skip.
+    # A padded batch, as a shortlist is when served (the test compares padded scores with torch).
     sample = tokenizer(["a question", "a longer question about ray workers"], ["an entry", "x"],
                        padding=True, return_tensors="pt")
     names = ["input_ids", "attention_mask", "token_type_ids"]
