@@ -654,10 +654,10 @@ def judge_build_data(index, out, unanswerable, seed):
               help="Pairs file written by build-data (default: train/judge/pairs.jsonl).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Model folder (default: train/judge/model).")
 @click.option("--max-pairs", type=click.IntRange(min=2), help="Train on this many pairs, drawn with the seed.")
-@click.option("--epochs", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--epochs", default=1, show_default=True, type=click.IntRange(min=1), help="Passes over the pairs.")
 @click.option("--max-length", default=128, show_default=True, type=click.IntRange(min=16, max=512),
               help="Tokens of question and passage together.")
-@click.option("--seed", default=13, show_default=True)
+@click.option("--seed", default=13, show_default=True, help="Seed of the sampling, the new head and the batch order.")
 def judge_train(pairs_file, out, max_pairs, epochs, max_length, seed):
     """Fine-tune all-MiniLM-L6-v2 as a cross-encoder, export ONNX fp32 and int8 with a manifest."""
     from .judge import data, train
