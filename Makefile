@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 # torch is pinned to the CPU build on local disk; anything else would pull a multi-GB CUDA build.
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) torch==2.13.0
-	$(PIP) -e '.[test,st,llm]'
+	$(PIP) -e '.[test,st,llm,judge-train]'
 	touch $@
 
 install: $(VENV)/.installed
