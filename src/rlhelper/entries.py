@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from .errors import DocumentError
 from .parse import detect_format, parse_with_warnings
 from .parse.blocks import blocks, keep_whole, prose
-from .parse.inline import CONTROL_CHARS, markdown_heading_text, rst_heading_text
+from .parse.inline import drop_controls, markdown_heading_text, rst_heading_text
 from .parse.markdown import atx_heading
 from .schema import Entry, Section
 from .tokens import count_tokens
@@ -139,7 +139,7 @@ def build_entries(
                     anchor=section.anchor,
                     line_start=first,
                     line_end=last,
-                    text=CONTROL_CHARS.sub("", part_text),
+                    text=drop_controls(part_text),
                     url=url,
                     part=number,
                     parts=len(parts),
