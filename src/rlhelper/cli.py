@@ -145,7 +145,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
             click.secho(f"note: {note}", fg="yellow", err=True)
     for path, message in report.warnings:
         click.secho(f"warning: {path}: {message}", fg="yellow", err=True)
-    for path, reason in report.failed:
+    for path, reason in [*report.failed, *report.not_followed]:
         click.secho(f"skipped: {path}: {reason}", fg="yellow", err=True)
     if not report.documents:
         # A script that ingests an empty or wrong folder should stop here, not go on to serve.
@@ -153,7 +153,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
                             "no .md, .mdx, .rst or .txt document there produced entries; the index was left as it was")
     click.echo(
         f"{counted(report.documents, 'document')} indexed ({report.updated} new or changed, {report.skipped} "
-        f"unchanged), {len(report.failed)} skipped; the index holds {counted(report.entries, 'entry', 'entries')}; "
+        f"unchanged), {len(report.failed) + len(report.not_followed)} skipped; the index holds {counted(report.entries, 'entry', 'entries')}; "
         f"{report.seconds:.1f} s -> {report.index}"
     )
 
