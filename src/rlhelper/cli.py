@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -119,9 +120,18 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         writer = BankWriter.resolve(settings, concurrency=llm_concurrency, deadline=llm_deadline)
     target = _resolve_index_path(index) if index else None
     bar_state = {}
+    from . import config
+
+    every = float(config.setting("progress_seconds", default=5.0))
+    last_line = [time.monotonic()]
 
     def progress(done, total, label):
-        if quiet or not sys.stderr.isatty():
+        if quiet:
+            return
+        if not sys.stderr.isatty():  # a log or a pipe: a line every few seconds shows a long ingest is alive
+            if time.monotonic() - last_line[0] >= every:
+                last_line[0] = time.monotonic()
+                click.echo(f"ingest: {label} {done:,}/{total:,}", err=True)
             return
         bar = bar_state.get("bar")
         if bar is None:
