@@ -7,23 +7,15 @@ overrides (a command shown in another order than the one copied). None may reach
 
 from __future__ import annotations
 
-import os
-import re
-import select
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from clirun import cli_env
 from openai_stub import OpenAIStub, Reply
 
-from rlhelper.faults import rlhelper_command
+from rlhelper.clitrials import acted_on, run_in_pty
 from rlhelper.ingest import ingest
 
-# What a terminal acts on, once click's own colours (SGR: ESC [ ... m) are taken out.
-TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-CLICK_STYLE = re.compile(r"\x1b\[[0-9;]*m")
 HOSTILE_NAME = "evil\x1b]0;pwned\x07\u202egnp\x9b2J.md"
 HOSTILE_DOC = (
     "# Zorblax \x1b[2J guide \u202eevil\u202c\n\n"
@@ -47,40 +39,6 @@ def hostile_index(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, usem3_cache_dir) -> dict:
     return cli_env(tmp_path_factory.mktemp("pty-home"), usem3_cache_dir, OPENAI_API_KEY="sk-test")
-
-
-def run_in_pty(args: list[str], env: dict, stdin: bytes = b"", timeout: float = 120) -> tuple[int, str]:
-    """`rlhelper ARGS` with stdout and stderr on a pty (so click keeps its colours, as on a user's
-    terminal) and stdin from a pipe; everything the terminal received, as text."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen(rlhelper_command(*args), stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    proc.stdin.write(stdin)
-    proc.stdin.close()
-    received = bytearray()
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                proc.kill()
-                raise AssertionError(f"rlhelper {args[0]} did not end within {timeout} s: {bytes(received[-500:])!r}")
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not data:
-                break
-            received += data
-        returncode = proc.wait(timeout=10)
-    finally:
-        os.close(master)
-    return returncode, received.decode("utf-8", errors="replace").replace("\r\n", "\n")
-
-
-def acted_on(screen: str) -> list[str]:
-    """The characters of `screen` a terminal would act on, click's colours aside."""
-    return TERMINAL_CONTROLS.findall(CLICK_STYLE.sub("", screen))
 
 
 def test_ask_shows_hostile_names_and_headings_inert(hostile_index, env):

@@ -436,11 +436,12 @@ def bench_web(clients, questions, duration, url):
 @click.option("--clients", default=50, show_default=True, help="Concurrent web clients in the load trial.")
 @click.option("--seconds", default=60.0, show_default=True, help="Length of the load trial (0 skips it).")
 @click.option("--seed", default=0, show_default=True, help="Random seed of the kill points and fuzzed inputs (same seed, same trials).")
-@click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load", "web"]),
+@click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load", "web",
+                                                              "escapes", "llm", "giant", "symlinks", "sections"]),
               help="Leave a trial out. Repeatable.")
 def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
     """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile
-    queries, fuzzing, load) and print what was tried and what held; exit 1 if anything did not."""
+    queries, fuzzing, load, web and CLI attacks) and print what was tried and what held; exit 1 if anything did not."""
     from .reliability import format_report, run_reliability
 
     rows = run_reliability(index, kills=kills, fuzz=fuzz, clients=clients, seconds=seconds, seed=seed, skip=skip,
