@@ -3,11 +3,13 @@ section, and `rlhelper ask` quotes a bounded part of it with where the rest is, 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 from clirun import cli_env, rlhelper
+from openai_stub import OpenAIStub, Reply
 
 from rlhelper.ingest import ingest
 from rlhelper.schema import MAX_QUOTED_CHARS
@@ -49,3 +51,18 @@ def test_ask_quotes_a_bounded_part_and_says_where_the_rest_is(giant, tmp_path, u
     continues = [line for line in shown.stdout.splitlines() if "The entry continues:" in line]
     assert continues and "more lines" in continues[0] and "giant.md:1-" in continues[0], shown.stdout[-1500:]
     assert seconds < 60  # the whole command, on a machine shared with other jobs
+
+
+def test_ask_llm_sends_a_bounded_source(giant, tmp_path, usem3_cache_dir):
+    index, _ = giant
+    env = cli_env(tmp_path, usem3_cache_dir)
+    with OpenAIStub(Reply("The quasar reactor vents plasma through a manifold [1].")) as stub:
+        started = time.monotonic()
+        shown = rlhelper(["ask", "--index", str(index), "--llm", "--llm-base-url", stub.url, "--llm-model", "m",
+                          "quasar reactor vents plasma"], env, timeout=120)
+        seconds = time.monotonic() - started
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "vents plasma through a manifold [1]" in shown.stdout
+    sent = json.dumps(stub.requests[0])
+    assert len(sent) < 40_000 and "source truncated" in sent
+    assert seconds < 60
