@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from clirun import cli_env, rlhelper
 
+from rlhelper.clitrials import TERMINAL_CONTROLS
 from rlhelper.ingest import ingest
 from rlhelper.store import Index
 
@@ -92,3 +93,15 @@ def test_an_unreadable_folder_is_named():
     finally:
         (top / "docs" / "locked").chmod(0o755)
         shutil.rmtree(top)
+
+
+def test_a_skipped_link_with_a_hostile_name_is_named_inert(tmp_path, usem3_cache_dir):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nCool the zorblax.\n")
+    (docs / "evil\x1b]0;pwned\x07\u202egnp.md").symlink_to("/etc/passwd")
+    env = cli_env(tmp_path / "home", usem3_cache_dir)
+    done = rlhelper(["ingest", "--index", str(tmp_path / "idx"), str(docs)], env)
+    info = rlhelper(["info", "--index", str(tmp_path / "idx")], env)
+    assert "evil]0;pwnedgnp.md" in done.stderr and "evil]0;pwnedgnp.md" in info.stdout
+    assert not TERMINAL_CONTROLS.search(done.stderr + done.stdout + info.stdout)

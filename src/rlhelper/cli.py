@@ -145,18 +145,20 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
     finally:
         if "bar" in bar_state:
             bar_state["bar"].__exit__(None, None, None)
+    from .parse.inline import clean_text as one_line  # names and reasons hold file names: never raw
+
     if report.llm_questions is not None:
         summary, *failures = report.llm_questions.lines()
         click.echo(summary, err=True)
         for line in failures:
-            click.secho(f"note: {line}", fg="yellow", err=True)
+            click.secho(f"note: {one_line(line)}", fg="yellow", err=True)
     for note in report.notes:
         if note != NOTHING_TO_INDEX:  # the error below says it, with the paths
-            click.secho(f"note: {note}", fg="yellow", err=True)
+            click.secho(f"note: {one_line(note)}", fg="yellow", err=True)
     for path, message in report.warnings:
-        click.secho(f"warning: {path}: {message}", fg="yellow", err=True)
+        click.secho(f"warning: {one_line(path)}: {one_line(message)}", fg="yellow", err=True)
     for path, reason in [*report.failed, *report.not_followed]:
-        click.secho(f"skipped: {path}: {reason}", fg="yellow", err=True)
+        click.secho(f"skipped: {one_line(path)}: {one_line(reason)}", fg="yellow", err=True)
     if not report.documents:
         # A script that ingests an empty or wrong folder should stop here, not go on to serve.
         raise DocumentError(f"nothing indexed from {', '.join(map(str, paths)) or 'the shipped collections'}: "
@@ -177,7 +179,10 @@ def info(index, as_json):
     from .status import index_info, render_info
 
     described = index_info(_resolve_index_path(index))
-    click.echo(json.dumps(described.to_dict(), ensure_ascii=False, indent=2) if as_json else render_info(described))
+    from .parse.inline import drop_controls
+
+    click.echo(json.dumps(described.to_dict(), ensure_ascii=False, indent=2) if as_json
+               else drop_controls(render_info(described)))  # it names files and folders: never raw
 
 
 # -- ask / search ---------------------------------------------------------------------
