@@ -322,6 +322,7 @@ def _chat_model(settings: LLMSettings, streaming: bool, max_reply_bytes: int | N
 
     return ChatOpenAI(
         http_client=bounded_client(settings.deadline, max_reply_bytes or settings.max_reply_bytes, settings.timeout),
+        http_socket_options=(),  # our client, as it is: langchain would warn that its socket options shadow a proxy
         model=settings.model,
         base_url=settings.base_url,
         api_key=settings.api_key(),
