@@ -31,6 +31,9 @@ class Reply:
     stall_after: int | None = None  # streamed: go silent for `stall` s after this many chunks
     stall: float = 0.0
     chunk_chars: int = 6  # streamed: characters per SSE chunk
+    body: bytes | None = None  # sent as it is instead of a completion or a stream (malformed replies)
+    content_type: str = "application/json"  # of `body`
+    keepalive: float = 0.0  # streamed: no content, an SSE comment every `keepalive` s until the client leaves
 
 
 class OpenAIStub:
@@ -136,7 +139,9 @@ def _handler_for(stub: OpenAIStub):
                     stub.wait(reply.delay)
                     if stub._stop.is_set():
                         return
-                if reply.status != 200:
+                if reply.body is not None:
+                    self._raw(reply)
+                elif reply.status != 200:
                     self._json(reply.status, {"error": {"message": "scripted failure", "type": "server_error"}})
                 elif body.get("stream"):
                     self._sse(reply)
@@ -153,13 +158,26 @@ def _handler_for(stub: OpenAIStub):
             self.end_headers()
             self.wfile.write(data)
 
+        def _raw(self, reply: Reply):
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+
         def _sse(self, reply: Reply):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.end_headers()
-            pieces = [reply.text[i:i + reply.chunk_chars] for i in range(0, len(reply.text), reply.chunk_chars)]
+            pieces = (reply.text[i:i + reply.chunk_chars] for i in range(0, len(reply.text), reply.chunk_chars))
             self._event(stub.chunk({"role": "assistant", "content": ""}))
+            while reply.keepalive and not stub._stop.is_set():  # a lively server that never answers
+                self.wfile.write(b": keep-alive\n\n")
+                self.wfile.flush()
+                stub.wait(reply.keepalive)
+            if stub._stop.is_set():
+                return
             for n, piece in enumerate(pieces):
                 if reply.stall_after is not None and n == reply.stall_after:
                     stub.wait(reply.stall)

@@ -6,7 +6,7 @@ import shutil
 
 from clirun import cli_env, one_line_error, rlhelper
 
-from rlhelper.reliability import Row, format_report
+from rlhelper.reliability import CLI_TRIALS, Row, format_report
 
 
 def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem3_cache_dir):
@@ -14,7 +14,8 @@ def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem
     index = tmp_path / "work" / seeds_index.name
     before = sorted(p.name for p in index.parent.iterdir())
     run = rlhelper(["bench", "reliability", "--index", str(index), "--kills", "1", "--fuzz", "10", "--clients", "4",
-                    "--seconds", "2", "--skip", "corruption", "--skip", "lock"],
+                    "--seconds", "2", "--skip", "corruption", "--skip", "lock",
+                    *[arg for name in CLI_TRIALS for arg in ("--skip", name)]],
                    cli_env(tmp_path / "home", usem3_cache_dir))
     assert run.returncode == 0, run.stdout + run.stderr
     table = run.stdout.splitlines()
@@ -29,6 +30,22 @@ def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem
     assert "(limit 20 a minute)" in rows["flood"] and "mode 600" in rows["flood"]
     assert "the slow one was cut after" in rows["slow"]
     assert sorted(p.name for p in index.parent.iterdir()) == before  # only a copy was tried
+
+
+def test_the_cli_attacks_of_issue_17_are_rows_of_their_own(seeds_index, tmp_path, usem3_cache_dir):
+    run = rlhelper(["bench", "reliability", "--index", str(seeds_index),
+                    *[arg for name in ("kills", "lock", "corruption", "queries", "fuzz", "load", "web")
+                      for arg in ("--skip", name)]], cli_env(tmp_path / "home", usem3_cache_dir))
+    assert run.returncode == 0, run.stdout + run.stderr
+    table = run.stdout.splitlines()
+    assert table[-1] == "all held", run.stdout
+    rows = {line.split()[0]: line for line in table[1:-1]}
+    assert set(rows) == set(CLI_TRIALS)
+    assert " 2/2 " in rows["escapes"] and "0 characters reached the terminal" in rows["escapes"]
+    assert " 3/3 " in rows["llm"] and "keepalive" in rows["llm"] and "flood" in rows["llm"]
+    assert "KB printed" in rows["giant"] and "ingest warned" in rows["giant"]
+    assert " 3/3 " in rows["symlinks"] and "passwd.md, loop.md" in rows["symlinks"]
+    assert " 2/2 " in rows["sections"] and "6,000 sections a page: 0 linked" in rows["sections"]
 
 
 def test_a_missing_index_is_one_line(tmp_path, usem3_cache_dir):

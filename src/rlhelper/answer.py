@@ -22,7 +22,7 @@ import textwrap
 from collections.abc import Iterable
 
 from .lexical import has_han
-from .schema import Answer, AnswerPart, Citation, Entry, Hit, title_trail
+from .schema import MAX_QUOTED_CHARS, Answer, AnswerPart, Citation, Entry, Hit, title_trail
 
 # Label words seen in the shipped docs, grouped by what they introduce.
 # Collected with: grep -ohE '^\*\*[^*]{1,30}[:：]?\*\*[:：]?' ingest/*/*
@@ -153,8 +153,22 @@ def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit],
     return notice
 
 
+def capped(body: str, entry: Entry) -> str:
+    """`body` cut after MAX_QUOTED_CHARS at a line end, with how many lines follow and where."""
+    if len(body) <= MAX_QUOTED_CHARS:
+        return body
+    cut = body.rfind("\n", 0, MAX_QUOTED_CHARS)
+    cut = cut if cut > MAX_QUOTED_CHARS // 2 else MAX_QUOTED_CHARS
+    shown = body[:cut].rstrip()
+    if sum(line.lstrip().startswith(("```", "~~~")) for line in shown.splitlines()) % 2:
+        shown += "\n```"  # the cut fell inside a code block: close it
+    more = body.count("\n", cut) + 1
+    where = f"{entry.doc}:{entry.line_start}-{entry.line_end}" + (f" {entry.url}" if entry.url else "")
+    return f"{shown}\n\n_The entry continues: {more:,} more lines at {where}_"
+
+
 def parts_for(hit: Hit, number: int) -> list[AnswerPart]:
-    body = _body_without_heading(hit)
+    body = capped(_body_without_heading(hit), hit.entry)
     blocks = split_labelled_blocks(body) or [("text", body)]
     return [AnswerPart(kind=kind, text=block, citation=number) for kind, block in blocks]
 

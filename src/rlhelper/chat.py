@@ -40,6 +40,7 @@ import click
 
 from . import config
 from .errors import RlhelperError
+from .parse.inline import clean_text
 from .smalltalk import reply as reply_to_small_talk
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ def converse(helper: Helper, said: Iterable[str], show: Callable[[Answer], None]
             try:
                 show(conversation.ask(message))
             except RlhelperError as err:
-                click.secho(f"Error: {err}", fg="red", err=True)
+                click.secho(f"Error: {clean_text(str(err))}", fg="red", err=True)
             except KeyboardInterrupt:  # Ctrl-C stops this answer (a slow LLM), not the conversation
                 click.secho("\n[interrupted]", fg="yellow", err=True)
             else:
@@ -238,12 +239,12 @@ def _vote(helper: Helper, answer: Answer | None, command: str) -> None:
     try:
         record = helper.learn(answer, 1 if name == ACCEPT else -1, source="chat", hit=hit)
     except RlhelperError as err:
-        click.secho(f"Error: {err}", fg="red", err=True)
+        click.secho(f"Error: {clean_text(str(err))}", fg="red", err=True)
         return
     if record is None:
         click.secho(f"The last answer listed {len(answer.hits)} entries: /accept N takes 1 to {len(answer.hits)}.",
                     fg="yellow", err=True)
         return
     what = "accepted" if record.vote > 0 else "demoted"
-    click.secho(f"“{record.heading}” {what} for this question [{record.id}]; the next search uses it.",
+    click.secho(f"“{clean_text(record.heading)}” {what} for this question [{record.id}]; the next search uses it.",
                 dim=True, err=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -170,9 +171,18 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
                                   github_export, include_unresolved)
     target = _resolve_index_path(index) if index else None
     bar_state = {}
+    from . import config
+
+    every = float(config.setting("progress_seconds", default=5.0))
+    last_line = [time.monotonic()]
 
     def progress(done, total, label):
-        if quiet or not sys.stderr.isatty():
+        if quiet:
+            return
+        if not sys.stderr.isatty():  # a log or a pipe: a line every few seconds shows a long ingest is alive
+            if time.monotonic() - last_line[0] >= every:
+                last_line[0] = time.monotonic()
+                click.echo(f"ingest: {label} {done:,}/{total:,}", err=True)
             return
         bar = bar_state.get("bar")
         if bar is None:
@@ -186,18 +196,20 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
     finally:
         if "bar" in bar_state:
             bar_state["bar"].__exit__(None, None, None)
+    from .parse.inline import clean_text as one_line  # names and reasons hold file names: never raw
+
     if report.llm_questions is not None:
         summary, *failures = report.llm_questions.lines()
         click.echo(summary, err=True)
         for line in failures:
-            click.secho(f"note: {line}", fg="yellow", err=True)
+            click.secho(f"note: {one_line(line)}", fg="yellow", err=True)
     for note in report.notes:
         if note != NOTHING_TO_INDEX:  # the error below says it, with the paths
-            click.secho(f"note: {note}", fg="yellow", err=True)
+            click.secho(f"note: {one_line(note)}", fg="yellow", err=True)
     for path, message in report.warnings:
-        click.secho(f"warning: {path}: {message}", fg="yellow", err=True)
-    for path, reason in report.failed:
-        click.secho(f"skipped: {path}: {reason}", fg="yellow", err=True)
+        click.secho(f"warning: {one_line(path)}: {one_line(message)}", fg="yellow", err=True)
+    for path, reason in [*report.failed, *report.not_followed]:
+        click.secho(f"skipped: {one_line(path)}: {one_line(reason)}", fg="yellow", err=True)
     if not report.documents and github:
         raise DocumentError(f"nothing indexed from {github}: no closed issue with a maintainer's reply or a closing "
                             "commit (--include-unresolved indexes the others); the index was left as it was")
@@ -207,7 +219,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
                             "no .md, .mdx, .rst or .txt document there produced entries; the index was left as it was")
     click.echo(
         f"{counted(report.documents, 'document')} indexed ({report.updated} new or changed, {report.skipped} "
-        f"unchanged), {len(report.failed)} skipped; the index holds {counted(report.entries, 'entry', 'entries')}; "
+        f"unchanged), {len(report.failed) + len(report.not_followed)} skipped; the index holds {counted(report.entries, 'entry', 'entries')}; "
         f"{report.seconds:.1f} s -> {report.index}"
     )
 
@@ -221,7 +233,10 @@ def info(index, as_json):
     from .status import index_info, render_info
 
     described = index_info(_resolve_index_path(index))
-    click.echo(json.dumps(described.to_dict(), ensure_ascii=False, indent=2) if as_json else render_info(described))
+    from .parse.inline import drop_controls
+
+    click.echo(json.dumps(described.to_dict(), ensure_ascii=False, indent=2) if as_json
+               else drop_controls(render_info(described)))  # it names files and folders: never raw
 
 
 # -- ask / search ---------------------------------------------------------------------
@@ -485,11 +500,12 @@ def bench_web(clients, questions, duration, url):
 @click.option("--clients", default=50, show_default=True, help="Concurrent web clients in the load trial.")
 @click.option("--seconds", default=60.0, show_default=True, help="Length of the load trial (0 skips it).")
 @click.option("--seed", default=0, show_default=True, help="Random seed of the kill points and fuzzed inputs (same seed, same trials).")
-@click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load", "web"]),
+@click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load", "web",
+                                                              "escapes", "llm", "giant", "symlinks", "sections"]),
               help="Leave a trial out. Repeatable.")
 def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
     """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile
-    queries, fuzzing, load) and print what was tried and what held; exit 1 if anything did not."""
+    queries, fuzzing, load, web and CLI attacks) and print what was tried and what held; exit 1 if anything did not."""
     from .reliability import format_report, run_reliability
 
     rows = run_reliability(index, kills=kills, fuzz=fuzz, clients=clients, seconds=seconds, seed=seed, skip=skip,

@@ -35,9 +35,9 @@ from pathlib import Path, PurePosixPath
 from .errors import DocumentError
 from .parse import detect_format, parse_with_warnings
 from .parse.blocks import blocks, keep_whole, prose
-from .parse.inline import CONTROL_CHARS, markdown_heading_text, rst_heading_text
+from .parse.inline import drop_controls, markdown_heading_text, rst_heading_text
 from .parse.markdown import atx_heading
-from .schema import Entry, Section
+from .schema import MAX_QUOTED_CHARS, Entry, Section
 from .tokens import count_tokens
 
 NO_HEADINGS = "no headings: indexed as one entry per paragraph group"
@@ -98,6 +98,18 @@ def read_document(path) -> str:
 
 # --- building ----------------------------------------------------------------
 
+GIANT_SECTION_CHARS = 100_000  # a section this long is likely a pasted log or a page without headings
+
+
+def giant_section_warning(section: Section) -> str | None:
+    if len(section.text) < GIANT_SECTION_CHARS:
+        return None
+    name = " › ".join(section.breadcrumb) or "text before the first heading"
+    return (f"section “{name}” (lines {section.line_start}-{section.line_end}) holds {len(section.text):,} "
+            f"characters: an answer quotes its first {MAX_QUOTED_CHARS:,}; headings inside it would make it searchable "
+            "in parts")
+
+
 def build_entries(
     text: str, *, collection: str, doc: str, meta: dict | None, max_tokens: int = 400
 ) -> tuple[list[Entry], list[str]]:
@@ -119,6 +131,7 @@ def build_entries(
 
     entries: list[Entry] = []
     used_ids: dict[str, int] = {}
+    warnings += filter(None, map(giant_section_warning, sections))
     for section in sections:
         breadcrumb = section.breadcrumb or [doc_title]
         url = _url(meta, section.anchor, getattr(section, "embedded_path", ""))
@@ -139,7 +152,7 @@ def build_entries(
                     anchor=section.anchor,
                     line_start=first,
                     line_end=last,
-                    text=CONTROL_CHARS.sub("", part_text),
+                    text=drop_controls(part_text),
                     url=url,
                     part=number,
                     parts=len(parts),

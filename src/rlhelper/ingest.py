@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -94,6 +95,8 @@ class IngestReport:
     written: bool = False  # False when nothing changed and the index was left as it was
     embedder: str = ""
     notes: list[str] = field(default_factory=list)  # ignored files, full rebuilds, ...
+    # (path, reason): links not followed out of a folder, link loops, folders that cannot be read
+    not_followed: list[tuple[str, str]] = field(default_factory=list)
     llm_questions: question_writer.WriteReport | None = None  # what --llm had the model write
 
 
@@ -118,6 +121,7 @@ class Sources:
     collections: dict[str, dict] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    not_followed: list[tuple[str, str]] = field(default_factory=list)  # as IngestReport.not_followed
 
 
 def find_sources(sources: Sequence[Path] | None, collection: str | None = None) -> Sources:
@@ -169,13 +173,14 @@ def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
             if not rel:
                 found.failed.append((str(folder / "manifest.json"), f"a document record without a path: {record!r}"))
                 continue
+            if not (folder / rel).resolve().is_relative_to(folder.resolve()):
+                found.not_followed.append((str(folder / rel), f"listed in manifest.json but outside {folder}: not read"))
+                continue
             found.docs.append(SourceDoc(name, Path(rel).as_posix(), folder / rel, dict(record)))
         return
     ignored = []
-    for path in sorted(folder.rglob("*")):
+    for path in sorted(_files_below(folder, found)):
         rel = path.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
-            continue
         if path.suffix.lower() in DOC_SUFFIXES:
             found.docs.append(SourceDoc(name, rel.as_posix(), path, {}))
         else:
@@ -183,6 +188,48 @@ def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
     if ignored:
         shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else "")
         found.notes.append(f"{folder}: ignored {len(ignored)} file(s) that are not .md/.mdx/.rst/.txt: {shown}")
+
+
+def _files_below(folder: Path, found: Sources) -> Iterator[Path]:
+    """Files below `folder`, hidden ones and hidden folders aside, read only inside it.
+
+    A docs folder is someone else's: a link `passwd.md -> /etc/passwd` in it must not put the
+    system's files in the index (and in answers). A link to a file inside the folder is read;
+    a link leaving it, a link loop and a folder that cannot be read are named in
+    `found.not_followed`. Links to folders are never followed (that is also what ends loops).
+    """
+    root = folder.resolve()
+
+    def unreadable(err: OSError) -> None:
+        found.not_followed.append((str(err.filename), f"folder not readable ({err.strerror}): skipped"))
+
+    for here, folders, files in os.walk(folder, onerror=unreadable):  # followlinks=False
+        here = Path(here)
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        for name in folders:
+            if (here / name).is_symlink():
+                found.not_followed.append((str(here / name), f"a link to a folder ({os.readlink(here / name)}): "
+                                                              "not followed"))
+        for name in files:
+            path = here / name
+            if name.startswith("."):
+                continue
+            problem = _link_problem(path, root) if path.is_symlink() else None
+            if problem:
+                found.not_followed.append((str(path), problem))
+            elif path.is_file():
+                yield path
+
+
+def _link_problem(link: Path, root: Path) -> str | None:
+    """Why a file link below `root` is not read, or None when it leads to a file inside `root`."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
+        return f"a link that loops or leads nowhere ({os.readlink(link)}): skipped"
+    if not target.is_relative_to(root):
+        return f"a link to {target}, outside the folder {root}: not followed"
+    return None
 
 
 def _read_collection_manifest(found: Sources, folder: Path) -> dict | None:
@@ -271,6 +318,7 @@ def ingest(
     found = documents if documents is not None else find_sources(sources, collection)
     report.notes += found.notes
     report.failed += found.failed
+    report.not_followed += found.not_followed
     max_tokens = int(config.setting("max_tokens", default=DEFAULT_MAX_TOKENS))
 
     with store.index_lock(path, timeout=lock_timeout):

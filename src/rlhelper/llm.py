@@ -56,9 +56,14 @@ class LLMSettings:
     model: str
     api_key_env: str = DEFAULT_API_KEY_ENV  # the NAME of the variable, never the key
     timeout: float = 30.0  # seconds without a byte from the server
+    deadline: float = 120.0  # seconds for the whole reply, however lively the server (bounded_http.py)
     max_context_tokens: int = 3000  # budget of the numbered sources (cl100k tokens)
     temperature: float = 0.0
     max_answer_tokens: int = 1500  # bounds a rambling model; reasoning models need room to think
+    # The same bound on our side, for a server that ignores max_tokens: past it the reply is cut and
+    # no longer read. Characters, so counting costs nothing while streaming.
+    max_answer_chars: int = 12_000
+    max_reply_bytes: int = 4_000_000  # one body in bytes: a streamed reply carries JSON around each piece
 
     @classmethod
     def resolve(cls, base_url=None, model=None, api_key_env=None, timeout=None) -> LLMSettings:
@@ -86,6 +91,7 @@ class LLMSettings:
             model=str(model),
             api_key_env=str(config.setting("llm_api_key_env", api_key_env, default=DEFAULT_API_KEY_ENV)),
             timeout=_positive("llm_timeout", config.setting("llm_timeout", timeout, default=30.0), float),
+            deadline=_positive("llm_answer_deadline", config.setting("llm_answer_deadline", default=120.0), float),
             max_context_tokens=_positive(
                 "llm_max_context_tokens", config.setting("llm_max_context_tokens", default=3000), int
             ),
@@ -265,11 +271,14 @@ class LLMResult:
     raw_text: str = ""  # the model's reply before checks
     sources: list[Source] = field(default_factory=list)
     declined: bool = False  # the model found no answer in the sources (it replied NO_ANSWER)
+    cut_at: int | None = None  # characters kept of a reply longer than the answer's budget
 
     @property
     def messages(self) -> list[str]:
         """Lines to show the user under the answer."""
         lines = [self.notice] if self.notice else []
+        if self.cut_at is not None:
+            lines.append(f"The LLM's answer was longer than {self.cut_at:,} characters: cut there, the rest not read.")
         lines += [f"removed citation [{n}]: no such source" for n in self.removed_citations]
         lines += [f"unverified: {t} (not in any cited source)" for t in self.unverified]
         return lines
@@ -304,12 +313,16 @@ def _source_haystack(source: Source) -> str:
 # -- talking to the model ----------------------------------------------------------------
 
 
-def _chat_model(settings: LLMSettings, streaming: bool):
+def _chat_model(settings: LLMSettings, streaming: bool, max_reply_bytes: int | None = None):
     try:
         from langchain_openai import ChatOpenAI
     except ImportError as exc:
         raise LLMError(f"LLM answers need langchain-openai: {INSTALL_HINT}") from exc
+    from .bounded_http import bounded_client
+
     return ChatOpenAI(
+        http_client=bounded_client(settings.deadline, max_reply_bytes or settings.max_reply_bytes, settings.timeout),
+        http_socket_options=(),  # our client, as it is: langchain would warn that its socket options shadow a proxy
         model=settings.model,
         base_url=settings.base_url,
         api_key=settings.api_key(),
@@ -341,8 +354,15 @@ def _failure_notice(exc: BaseException, settings: LLMSettings, *, started: bool)
     import httpx
     import openai
 
+    from .bounded_http import OutOfTime, reply_limit
+
     where = f"The LLM at {settings.base_url}"
     tail = "; showing the extractive answer."
+    limit = reply_limit(exc)
+    if isinstance(limit, OutOfTime):
+        return f"{where} did not finish within {settings.deadline:g} s{tail}"
+    if limit is not None:
+        return f"{where} sent more than {settings.max_reply_bytes / 1e6:g} MB{tail}"
     if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
         if started:
             return f"{where} stopped in mid-answer (nothing for {settings.timeout:g} s){tail}"
@@ -360,6 +380,10 @@ def _failure_notice(exc: BaseException, settings: LLMSettings, *, started: bool)
         return f"{where} answered HTTP {exc.status_code}{f' ({hint})' if hint else ''}{tail}"
     if isinstance(exc, openai.OpenAIError):
         return f"{where} failed: {str(exc)[:200]}{tail}"
+    if isinstance(exc, ValueError | LookupError | TypeError | AttributeError):
+        # Raised while parsing what the server sent (not JSON, not UTF-8, a broken SSE event,
+        # JSON of another shape): the server's fault, named by the error's type.
+        return f"{where} sent a reply rlhelper could not read ({type(exc).__name__}){tail}"
     return None
 
 
@@ -453,15 +477,20 @@ class LLMStream:
         return cls(answer.question, answer.hits, settings, base=answer)
 
     def __iter__(self) -> Iterator[str]:
-        think, marker, raw, started = _ThinkFilter(), _NoAnswerFilter(), [], False
+        think, marker, raw, started, received = _ThinkFilter(), _NoAnswerFilter(), [], False, 0
+        budget = self.settings.max_answer_chars
         try:
             for chunk in self._model.stream(_messages(self.query, self.sources)):
-                token = _content_text(chunk.content)
+                token = _content_text(chunk.content)[:budget - received]
+                received += len(token)
                 raw.append(token)
                 started = started or bool(token)
                 visible = marker.feed(think.feed(token))
                 if visible:
                     yield visible
+                if received >= budget:
+                    raw.append(" ")  # one past the budget: _finish reports the cut
+                    break  # leaving the loop closes the response: the rest is never read
         except Exception as exc:
             notice = _failure_notice(exc, self.settings, started=started)
             if notice is None:
@@ -490,7 +519,8 @@ class LLMStream:
 
 
 def _finish(query: str, raw: str, sources: list[Source], settings: LLMSettings) -> LLMResult:
-    reply = strip_thinking(raw).strip()
+    cut_at = settings.max_answer_chars if len(raw) > settings.max_answer_chars else None
+    reply = strip_thinking(raw[:settings.max_answer_chars]).strip()
     if not reply:
         return LLMResult(text="", fallback=True, notice=_empty_notice(raw, settings), raw_text=raw,
                          sources=sources)
@@ -498,7 +528,7 @@ def _finish(query: str, raw: str, sources: list[Source], settings: LLMSettings) 
         return LLMResult(text="", declined=True, raw_text=raw, sources=sources,
                          notice=f"The LLM {settings.model!r} read the {len(sources)} nearest entries and found no "
                                 "answer to this question in them.")
-    return check_reply(query, reply, sources)
+    return dataclasses.replace(check_reply(query, reply, sources), cut_at=cut_at)
 
 
 def declines(reply: str) -> bool:
@@ -589,6 +619,9 @@ class LLMRequestError(RlhelperError):
         self.reason, self.retryable = reason, retryable
 
 
+WRITER_MAX_REPLY_BYTES = 32_000_000  # its replies are parsed and capped by the writer, never shown whole
+
+
 def complete(system: str, user: str, settings: LLMSettings) -> str:
     """The model's reply to one (system, user) exchange, a leading <think> block removed.
 
@@ -597,7 +630,7 @@ def complete(system: str, user: str, settings: LLMSettings) -> str:
     """
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    model = _chat_model(settings, streaming=False)
+    model = _chat_model(settings, streaming=False, max_reply_bytes=WRITER_MAX_REPLY_BYTES)
     try:
         reply = model.invoke([SystemMessage(content=system), HumanMessage(content=user)])
     except Exception as exc:
@@ -613,6 +646,10 @@ def request_failure(exc: BaseException) -> LLMRequestError | None:
     import httpx
     import openai
 
+    from .bounded_http import TooLarge, reply_limit
+
+    if isinstance(reply_limit(exc), TooLarge):
+        return LLMRequestError(f"reply over {WRITER_MAX_REPLY_BYTES / 1e6:g} MB")
     if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):  # before APIConnectionError: a subclass
         return LLMRequestError("timeout", retryable=True)
     if isinstance(exc, openai.APIConnectionError | httpx.TransportError):

@@ -23,6 +23,10 @@ Everything happens in a temporary folder: the index named is only copied.
     web         attacks on the web app on 127.0.0.1 (webtrials.py): a visitor's own LLM URL
                 (SSRF and key leak) refused, hand-made votes answered 400, an oversized comment
                 refused, a vote flood bounded, a slow question cut while a normal one is answered
+    escapes, llm, giant, symlinks, sections
+                attacks on the CLI and ingest (clitrials.py): terminal escapes on a pty, a
+                misbehaving model server, a giant section, links out of a docs folder, twin
+                linking of huge pages
 
 The work is done by trials.py (one function per trial, returning observations);
 this module only counts what held and lays out the table.
@@ -145,6 +149,16 @@ def _web(copy: Path, work: Path) -> list[Row]:
             for t in webtrials.web_trials(Helper.load(copy), work / "web")]
 
 
+CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections")
+
+
+def _cli(work: Path, env: dict, skip: Sequence[str]) -> list[Row]:
+    from . import clitrials
+
+    return [Row(t.name, t.tried, t.held, t.total, t.figures, t.problems)
+            for t in clitrials.cli_trials(work / "cli", env, skip=skip)]
+
+
 def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: int = 200, clients: int = 50,
                     seconds: float = 60.0, seed: int = 0, skip: Sequence[str] = (),
                     say: Callable[[str], None] | None = None) -> list[Row]:
@@ -170,9 +184,10 @@ def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: i
             "fuzz": lambda: _fuzz(fuzz, seed) if fuzz > 0 else None,
             "load": lambda: _load(copy, work, clients, seconds) if seconds > 0 else None,
             "web": lambda: _web(copy, work),
+            "cli": lambda: _cli(work, env, skip),
         }
         for name, step in steps.items():
-            if name in skip:
+            if name in skip or (name == "cli" and set(CLI_TRIALS) <= set(skip)):
                 continue
             say(f"reliability: {name}...")
             done = step()

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+# An entry quoted in an answer shows at most this many characters; the rest is named with its
+# place (answer.capped), so one giant section (a whole log under one heading) cannot flood a
+# terminal or a page. Ingest warns about sections far past it (entries.GIANT_SECTION_CHARS).
+MAX_QUOTED_CHARS = 6000
+
 
 def title_trail(doc_title: str, breadcrumb: list[str]) -> list[str]:
     """The document title, then the headings down to a section, with the title said once.

@@ -51,6 +51,8 @@ class IndexInfo:
     notes: list[str] = field(default_factory=list)
     # Pages holding the same sections (twins.py: a translation or another version): "a ~ b" -> sections.
     twins: dict[str, int] = field(default_factory=dict)
+    # "path: reason" of what the folders hold but ingest does not read (links out, loops, unreadable).
+    skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,6 +71,7 @@ def index_info(path: Path | str) -> IndexInfo:
         for name, meta in manifest.get("collections", {}).items()
     ]
     abstention_model, note = _abstention_model(index.embedder_id)
+    skipped: list[str] = []
     return IndexInfo(
         path=str(index.path), built_at=str(manifest.get("built_at", "")),
         built_by=str(manifest.get("rlhelper_version", "")), embedder=index.embedder_id, dim=index.dim,
@@ -76,7 +79,8 @@ def index_info(path: Path | str) -> IndexInfo:
         frameworks=dict(Counter(e.framework for e in entries).most_common()),
         languages=dict(Counter(e.lang for e in entries).most_common()),
         abstention_model=abstention_model, update_command=rebuild_hint(index.path, rebuild=False).replace("`", ""),
-        out_of_date=_out_of_date(index, collections), notes=[note] if note else [], twins=_twin_pages(entries),
+        out_of_date=_out_of_date(index, collections, skipped), notes=[note] if note else [],
+        twins=_twin_pages(entries), skipped=skipped,
     )
 
 
@@ -90,8 +94,9 @@ def _twin_pages(entries) -> dict[str, int]:
     return {pages: n // 2 for pages, n in sorted(pairs.items())}  # each pair is listed from both sides
 
 
-def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
-    """What an ingest of the index's own folders would change, one line each."""
+def _out_of_date(index, collections: list[CollectionInfo], skipped: list[str]) -> list[str]:
+    """What an ingest of the index's own folders would change, one line each; what it would
+    leave out of them (links out, loops, unreadable folders) goes to `skipped`."""
     reasons = []
     if index.bm25.stale:
         reasons.append(f"built with tokenizer {index.bm25.tokenizer_version}; searches refuse it until it is "
@@ -113,7 +118,9 @@ def _out_of_date(index, collections: list[CollectionInfo]) -> list[str]:
         if not Path(c.source).is_dir():
             reasons.append(f"{c.name}: its folder {c.source} is gone")
             continue
-        present = {(d.collection, d.doc): d.path for d in find_sources([Path(c.source)], c.name).docs}
+        found = find_sources([Path(c.source)], c.name)
+        skipped += [f"{path}: {reason}" for path, reason in found.not_followed]
+        present = {(d.collection, d.doc): d.path for d in found.docs}
         for key, file in present.items():
             if key not in recorded:
                 if not _unindexable(file):
@@ -185,8 +192,15 @@ def render_info(info: IndexInfo) -> str:
     if info.out_of_date:
         lines.append(f"status      out of date ({len(info.out_of_date)}); `{info.update_command}` updates it:")
         lines += [f"  - {reason}" for reason in info.out_of_date]
+    elif info.skipped:
+        lines.append(f"status      up to date with the documents it reads; {counted(len(info.skipped), 'item')} "
+                     "in its folders skipped:")
     else:
         lines.append("status      up to date with its documents")
+    if info.skipped:
+        if info.out_of_date:
+            lines.append(f"skipped     {counted(len(info.skipped), 'item')} in its folders, never read:")
+        lines += [f"  - {item}" for item in info.skipped]
     lines += [f"note: {note}" for note in info.notes]
     return "\n".join(lines)
 

@@ -1,4 +1,9 @@
-"""Readable terminal output for answers and hit lists (colour only on a terminal)."""
+"""Readable terminal output for answers and hit lists (colour only on a terminal).
+
+Everything shown here came from outside (model replies, document names, headings, URLs), so each
+field goes through `drop_controls` (text) or `one_line` (names) before it is styled: a terminal
+must receive no escape sequence but the colours added here.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from typing import TYPE_CHECKING
 import click
 
 from .answer import runners_up
+from .parse.inline import clean_text as one_line
+from .parse.inline import drop_controls
 from .schema import Answer, Hit
 from .sources import collection_note, short_trail, upstream
 from .twins import label
@@ -22,7 +29,7 @@ def matched_line(question: str | None) -> list[str]:
     """"matched: <question>" under a source found through a question of the bank, on one line."""
     if not question:
         return []
-    text = " ".join(question.split())
+    text = one_line(question)
     text = text if len(text) <= MATCHED_WIDTH else text[:MATCHED_WIDTH - 1] + "…"
     return [click.style(f"    matched: {text}", fg="magenta")]
 
@@ -31,42 +38,46 @@ def _citation_lines(answer: Answer) -> list[str]:
     lines = []
     matched = {h.entry.id: h.matched_question for h in answer.hits}
     for c in answer.citations:
-        lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True) + " › ".join(short_trail(c.doc_title, c.breadcrumb)))
+        lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True)
+                     + " › ".join(map(one_line, short_trail(c.doc_title, c.breadcrumb))))
         lines += source_lines(c.url, c.collection, c.location)
         lines += matched_line(matched.get(c.entry_id))
         for other in c.also_at:
-            lines.append(click.style(f"    also at {other['doc']}:{other['line_start']}-{other['line_end']}", dim=True))
+            lines.append(click.style(f"    also at {one_line(other['doc'])}:{other['line_start']}-{other['line_end']}",
+                                     dim=True))
         lines += _twin_lines(c.twins, c.lang)
     return lines
 
 
 def source_lines(url: str | None, collection: str, location: str) -> list[str]:
     """Where a source lives upstream, what its collection is in plain words, then file and lines."""
-    where = upstream(url)
-    first = f"    {where}" + (f"  ({collection_note(collection)})" if collection else "") if where or collection else ""
+    where = one_line(upstream(url) or "")
+    note = f"  ({one_line(collection_note(collection))})" if collection else ""
+    first = f"    {where}{note}" if where or collection else ""
     return ([click.style(first, dim=True)] if first else []) + \
-        [click.style(f"    file {location}", dim=True) + (f"  {url}" if url else "")]
+        [click.style(f"    file {one_line(location)}", dim=True) + (f"  {one_line(url)}" if url else "")]
 
 
 def _twin_lines(twins: list[dict], lang: str) -> list[str]:
-    return [click.style(f"    {label(t, lang)}: {t['heading']}  {t['doc']}:{t['line_start']}-{t['line_end']}", dim=True)
-            + (f"  {t['url']}" if t.get("url") else "") for t in twins]
+    return [click.style(f"    {label(t, lang)}: {one_line(t['heading'])}  {one_line(t['doc'])}:"
+                        f"{t['line_start']}-{t['line_end']}", dim=True)
+            + (f"  {one_line(t['url'])}" if t.get("url") else "") for t in twins]
 
 
 def print_notices(answer: Answer) -> None:
     for notice in answer.notices:
-        click.secho(f"note: {notice}", fg="yellow", err=True)
+        click.secho(f"note: {drop_controls(notice)}", fg="yellow", err=True)
 
 
 def print_answer(answer: Answer) -> None:
     print_notices(answer)
     if answer.abstained:
-        click.secho(answer.text, fg="yellow", bold=True)
+        click.secho(drop_controls(answer.text), fg="yellow", bold=True)
         if answer.hits:
             click.echo("\nRelated (may not answer it):")
             print_hit_rows(answer.hits)
         return
-    for line in answer.text.splitlines():
+    for line in drop_controls(answer.text).splitlines():
         if line.startswith("### "):
             click.secho(line[4:], bold=True)
         elif len(line) > 2 and line.startswith("_") and line.endswith("_"):  # the heading's trail
@@ -97,7 +108,7 @@ def print_llm_answer(stream: LLMStream) -> None:
     """
     wrote = False
     for piece in stream:
-        click.echo(piece, nl=False)  # click.echo flushes: each piece shows as it arrives
+        click.echo(drop_controls(piece), nl=False)  # click.echo flushes: each piece shows as it arrives
         wrote = True
     if wrote:
         click.echo()
@@ -116,11 +127,12 @@ def print_hit_rows(hits: list[Hit]) -> None:
         e = hit.entry
         click.echo(
             click.style(f"{hit.rank:>2}. ", bold=True)
-            + f"{e.heading}  "
-            + click.style(f"[{e.framework}/{e.lang}] {e.doc}:{e.line_start}-{e.line_end}", dim=True)
+            + f"{one_line(e.heading)}  "
+            + click.style(f"[{one_line(e.framework)}/{one_line(e.lang)}] {one_line(e.doc)}:{e.line_start}-{e.line_end}",
+                          dim=True)
         )
         if e.url:
-            click.echo(click.style(f"    {e.url}", dim=True))
+            click.echo(click.style(f"    {one_line(e.url)}", dim=True))
         for line in matched_line(hit.matched_question):
             click.echo(line)
         for line in _twin_lines(e.twins, e.lang):

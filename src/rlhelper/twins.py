@@ -32,6 +32,11 @@ to be the same section; none between two seed documents, so the seeds eval is
 unchanged. The two single pairs the alignment also proposes ("Debugging Tips" ~
 "Debugging"; two pages' titles) are what `MIN_PAIRS` rejects. Cost: 0.8 s for 10k entries, 10 s for 100k (synthetic pages,
 vectors given), where the rest of that ingest takes 75 s and embedding 14 min.
+
+Bounded: aligning two pages costs |A| x |B| cells, so a page of more than `MAX_SECTIONS`
+sections (a generated reference, a log cut at every line) is not aligned at all, and the
+identifier overlap is counted a block of identifiers at a time: no array grows with a
+page's vocabulary (a 100k-section page once asked for a 100000 x 199988 one).
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ GAP_MATCH = 0.36  # ... and, between the aligned sections of two pages found to 
 MIN_PAIRS = 2
 MIN_SHARE = 0.3
 CANDIDATES = 3  # pages of the same framework each page is aligned with (the most similar ones)
+MAX_SECTIONS = 2000  # pages with more are not aligned: no translated page is that long
+BLOCK_CELLS = 1 << 22  # cells of one identifier-overlap block (16 MB of float32)
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{2,}|\d{2,}")
@@ -68,7 +75,8 @@ def link(entries: Sequence[Entry], vectors: np.ndarray) -> int:
             by_doc[(e.collection, e.doc)].append(row)
     identifiers = _identifier_ids(entries)
     linked = 0
-    for rows_a, rows_b in _candidate_pages(list(by_doc.values()), entries, vectors):
+    pages = [rows for rows in by_doc.values() if len(rows) <= MAX_SECTIONS]
+    for rows_a, rows_b in _candidate_pages(pages, entries, vectors):
         similarity = _similarity(rows_a, rows_b, vectors, identifiers)
         anchors = _increasing_run(_mutual_best(similarity, MATCH))
         if len(anchors) < MIN_PAIRS or len(anchors) < MIN_SHARE * min(len(rows_a), len(rows_b)):
@@ -109,23 +117,38 @@ def _identifier_ids(entries: Sequence[Entry]) -> list[np.ndarray]:
             for e in entries]
 
 
-def _similarity(rows_a: list[int], rows_b: list[int], vectors: np.ndarray, identifiers) -> np.ndarray:
+def _similarity(rows_a: list[int], rows_b: list[int], vectors: np.ndarray, identifiers,
+                block_cells: int = BLOCK_CELLS) -> np.ndarray:
     """Half the cosine, half the Jaccard of identifiers, for every section pair of two pages."""
     cosine = vectors[rows_a] @ vectors[rows_b].T
     ids_a, ids_b = ([identifiers[r] for r in rows] for rows in (rows_a, rows_b))
-    local = np.unique(np.concatenate([*ids_a, *ids_b, np.zeros(0, np.int64)]))
-
-    def indicator(ids: list[np.ndarray]) -> np.ndarray:  # one row per section, one column per identifier
-        matrix = np.zeros((len(ids), len(local)), dtype=np.float32)
-        rows = np.repeat(np.arange(len(ids)), [len(i) for i in ids])
-        matrix[rows, np.searchsorted(local, np.concatenate([*ids, np.zeros(0, np.int64)]))] = 1.0
-        return matrix
-
-    a, b = indicator(ids_a), indicator(ids_b)
-    shared = a @ b.T
-    union = a.sum(axis=1)[:, None] + b.sum(axis=1)[None, :] - shared
+    flat_a, flat_b = _flat(ids_a), _flat(ids_b)
+    common = np.intersect1d(flat_a[1], flat_b[1])  # only identifiers on both pages can be shared
+    shared = np.zeros_like(cosine)
+    step = max(1, block_cells // max(len(rows_a), len(rows_b), 1))
+    for start in range(0, len(common), step):
+        block = common[start:start + step]
+        shared += _indicator(flat_a, len(ids_a), block) @ _indicator(flat_b, len(ids_b), block).T
+    sizes_a, sizes_b = (np.array([len(i) for i in ids], dtype=np.float32) for ids in (ids_a, ids_b))
+    union = sizes_a[:, None] + sizes_b[None, :] - shared
     jaccard = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
     return 0.5 * cosine + 0.5 * jaccard
+
+
+def _flat(ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(section of each identifier, identifier) over a page's sections."""
+    return (np.repeat(np.arange(len(ids)), [len(i) for i in ids]),
+            np.concatenate([*ids, np.zeros(0, np.int64)]))
+
+
+def _indicator(flat: tuple[np.ndarray, np.ndarray], sections: int, block: np.ndarray) -> np.ndarray:
+    """One row per section, one column per identifier of `block` (sorted): 1 where it holds it."""
+    rows, ids = flat
+    matrix = np.zeros((sections, len(block)), dtype=np.float32)
+    at = np.minimum(np.searchsorted(block, ids), len(block) - 1)
+    held = block[at] == ids
+    matrix[rows[held], at[held]] = 1.0
+    return matrix
 
 
 def _mutual_best(similarity: np.ndarray, threshold: float) -> list[tuple[int, int]]:

@@ -70,9 +70,15 @@ _RST_EM = re.compile(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])")
 _RST_TARGET_TEXT = re.compile(r"\s*<[^<>]+>$")  # "GSM8K example<../x>" inside a role
 
 
+def drop_controls(text: str) -> str:
+    """`text` as a terminal or page shows it as written: no control or bidi characters (tab and
+    newline stay). Everything printed that came from outside goes through here."""
+    return CONTROL_CHARS.sub("", text)
+
+
 def clean_text(text: str) -> str:
-    """Collapse whitespace and drop control characters."""
-    return _WS.sub(" ", CONTROL_CHARS.sub("", text)).strip()
+    """One line: whitespace collapsed, control characters dropped."""
+    return _WS.sub(" ", drop_controls(text)).strip()
 
 
 def markdown_heading_text(raw: str) -> str:
