@@ -13,6 +13,21 @@ EVAL = REPO / "eval"
 OFFICIAL = REPO / "ingest" / "official"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def isolated_session_home(tmp_path_factory):
+    """The same for fixtures of module and session scope, which are set up before `isolated_home`:
+    a helper loaded there must not read (or a server started there write) the real user's votes."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+        mp.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        for name in ("RLHELPER_CONFIG", "RLHELPER_INDEX_DIR", "RLHELPER_DATA_DIR"):
+            mp.delenv(name, raising=False)
+        yield home
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")

@@ -263,10 +263,11 @@ def test_answer_html_for_notebooks(wake_up):
     badges = re.findall(r'<span class="rl-num">(\d+)</span>', sources)
     assert badges == [str(c.number) for c in wake_up.citations]
     c = wake_up.citations[0]
-    assert f'href="{c.url}"' in sources and f"{c.doc}:{c.line_start}–{c.line_end}" in sources
+    assert f'href="{c.url}"' in sources and f"File {c.doc}, lines {c.line_start}–{c.line_end}" in sources
     heads = re.findall(r'<div class="rl-cite-head">(.*?)</div>', html)
     assert len(heads) >= len(wake_up.citations)
-    assert all(head.count(SKYRL_TITLE) == 1 for head in heads)  # the title once per source
+    shown = [re.sub(r"<[^>]+>", "", head) for head in heads]  # the text, not the hover trail
+    assert all(text.count(SKYRL_TITLE) == 1 for text in shown)  # the title once per source
     assert "<details" in sources  # the whole entry, expandable without script
     assert "<script" not in html
 
