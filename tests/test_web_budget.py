@@ -95,7 +95,7 @@ def test_the_queue_is_bounded_and_every_way_of_asking_shares_one_pool(seeds_inde
     app = web.build_app(Helper.load(index=seeds_index), feedback_db=tmp_path / "f.sqlite3")
     assert app._queue.max_size == web.QUEUE_SIZE
     asking = [fn for fn in app.fns.values() if fn.name in ("ask", "ask_linked")]
-    assert len(asking) == 3
+    assert len(asking) == 4  # Enter, the Ask button, a link, "Clear the filters and ask again"
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in asking} == {("ask", web.CONCURRENCY)}
 
 
