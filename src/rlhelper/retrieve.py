@@ -132,6 +132,7 @@ class Retriever:
         self.user_bank = user_bank  # userbank.UserBank: questions learned from the user's votes, or None
         self._learned: tuple[object, questions.Learned] | None = None  # (file signature, what it holds)
         self._learned_lock = threading.Lock()
+        self._token_sets: dict[int, frozenset[str]] = {}  # row -> its BM25 tokens, once read for a signal
 
     @cached_property
     def embedder(self):
@@ -417,6 +418,15 @@ class Retriever:
         return replace(entry, text="\n".join(p.text for p in parts), line_start=parts[0].line_start,
                        line_end=parts[-1].line_end, part=1, parts=1)
 
+    def token_set(self, row: int) -> frozenset[str]:
+        """An entry's BM25 tokens as a set, kept once made: the top entry's coverage is read on
+        every search, and tokenizing its text each time cost more than the BM25 search itself."""
+        found = self._token_sets.get(row)
+        if found is None:
+            e = self.index.entries[row]
+            found = self._token_sets[row] = frozenset(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))
+        return found
+
     def signals(self, text: str, ranking: Ranking, allowed: np.ndarray) -> Signals | None:
         """What the retrievers said about the top entry (None when nothing was found).
 
@@ -453,7 +463,7 @@ class Retriever:
             cosine=float(cosine),
             margin=float(margin),
             lexical_match=float(lexical_score / best) if best > 0 else 0.0,
-            coverage=bm25.coverage(words, set(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))),
+            coverage=bm25.coverage(words, self.token_set(row)),
             length=math.log1p(len(words)),
             heading_coverage=bm25.coverage(words, set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))),
         )
