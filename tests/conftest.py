@@ -13,31 +13,29 @@ EVAL = REPO / "eval"
 OFFICIAL = REPO / "ingest" / "official"
 
 
+def use_home(mp: pytest.MonkeyPatch, home: Path, unset=()) -> Path:
+    """Point HOME and the XDG folders at `home`, offline, without the settings named in `unset`."""
+    mp.setenv("HOME", str(home))
+    mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    mp.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    for name in unset:
+        mp.delenv(name, raising=False)
+    return home
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_session_home(tmp_path_factory):
     """The same for fixtures of module and session scope, which are set up before `isolated_home`:
     a helper loaded there must not read (or a server started there write) the real user's votes."""
-    home = tmp_path_factory.mktemp("session-home")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HOME", str(home))
-        mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-        mp.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        for name in ("RLHELPER_CONFIG", "RLHELPER_INDEX_DIR", "RLHELPER_DATA_DIR"):
-            mp.delenv(name, raising=False)
-        yield home
+        yield use_home(mp, tmp_path_factory.mktemp("session-home"),
+                       ("RLHELPER_CONFIG", "RLHELPER_INDEX_DIR", "RLHELPER_DATA_DIR"))
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("RLHELPER_CONFIG", raising=False)
-    monkeypatch.delenv("RLHELPER_INDEX_DIR", raising=False)
-    return home
+    return use_home(monkeypatch, tmp_path_factory.mktemp("home"), ("RLHELPER_CONFIG", "RLHELPER_INDEX_DIR"))
 
 
 # --- real indexes, built once per session (read-only: copy one before changing it) ---------
@@ -58,15 +56,9 @@ def _isolated_ingest(tmp_path_factory, cache_dir: Path, sources, path: Path):
     the per-test `isolated_home`)."""
     from rlhelper.ingest import ingest
 
-    home = tmp_path_factory.mktemp("index-home")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HOME", str(home))
-        mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-        mp.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
-        mp.setenv("HF_HUB_OFFLINE", "1")
+        use_home(mp, tmp_path_factory.mktemp("index-home"), _RLHELPER_SETTINGS)
         mp.setenv("RLHELPER_CACHE_DIR", str(cache_dir))
-        for name in _RLHELPER_SETTINGS:
-            mp.delenv(name, raising=False)
         report = ingest(sources, index=path)
     assert not report.failed, report.failed
     return report

@@ -28,15 +28,20 @@ def html_base(issue_url: str) -> str:
     return head if sep else ""
 
 
-def from_api_comment(item: dict) -> dict:
+def _comment(item: dict, *, url: str, author: str, association: str, created_at: str) -> dict:
+    """A comment in the store's shape; the keyword arguments name the source's keys."""
     return {
         "id": item.get("id"),
-        "url": _text(item.get("html_url")),
-        "author": _login(item.get("user")),
-        "association": _text(item.get("author_association")).upper(),
-        "created_at": _text(item.get("created_at")),
+        "url": _text(item.get(url)),
+        "author": _login(item.get(author)),
+        "association": _text(item.get(association)).upper(),
+        "created_at": _text(item.get(created_at)),
         "body": clip(item.get("body")),
     }
+
+
+def from_api_comment(item: dict) -> dict:
+    return _comment(item, url="html_url", author="user", association="author_association", created_at="created_at")
 
 
 def from_api_issue(repo: str, item: dict, comments: list[dict], closed_by: dict | None = None) -> dict:
@@ -74,14 +79,8 @@ def closing_commit(events: list, issue_url: str) -> dict | None:
 def from_gh_issue(repo: str, item: dict) -> dict:
     """A thread from one object of `gh issue list --json number,title,body,comments,...`."""
     url = _text(item.get("url"))
-    comments = [{
-        "id": c.get("id"),
-        "url": _text(c.get("url")),
-        "author": _login(c.get("author")),
-        "association": _text(c.get("authorAssociation")).upper(),
-        "created_at": _text(c.get("createdAt")),
-        "body": clip(c.get("body")),
-    } for c in (item.get("comments") or [])[:MAX_COMMENTS] if isinstance(c, dict)]
+    comments = [_comment(c, url="url", author="author", association="authorAssociation", created_at="createdAt")
+                for c in (item.get("comments") or [])[:MAX_COMMENTS] if isinstance(c, dict)]
     closed_by = None
     for pr in item.get("closedByPullRequestsReferences") or []:
         if isinstance(pr, dict) and pr.get("number"):
