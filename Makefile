@@ -50,7 +50,7 @@ bench: install
 # The shipped question bank's vectors for the default embedder, so a cold ingest need not embed
 # them; run after editing ingest/questions (a test fails while the file is out of step).
 bank-vectors: install
-	$(PY) -m rlhelper.questions ingest/questions
+	$(PY) -m rlhelper.index.questions ingest/questions
 
 clean:
 	rm -rf $(VENV) index/default index/.default* build *.egg-info

@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from rlhelper import trials
-from rlhelper.trials import run_cli as rlhelper  # noqa: F401 - re-exported for the tests
+from rlhelper.measure import trials
+from rlhelper.measure.trials import run_cli as rlhelper  # noqa: F401 - re-exported for the tests
 
 
 def cli_env(home: Path, cache_dir: Path, **settings: str) -> dict:

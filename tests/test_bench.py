@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlhelper import bench, synthetic
-from rlhelper.entries import build_entries, read_document
+from rlhelper.ingest.entries import build_entries, read_document
+from rlhelper.measure import bench, synthetic
 from rlhelper.schema import Entry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -133,8 +133,8 @@ def test_format_bench_shows_targets_and_verdicts():
 
 # --- the benches end to end on a tiny corpus (needs the ingest pipeline) ------------------------------
 
-needs_system = pytest.mark.skipif(importlib.util.find_spec("rlhelper.ingest") is None,
-                                  reason="rlhelper.ingest is not there yet")
+needs_system = pytest.mark.skipif(importlib.util.find_spec("rlhelper.ingest.pipeline") is None,
+                                  reason="rlhelper.ingest.pipeline is not there yet")
 
 
 @pytest.fixture
@@ -179,7 +179,7 @@ def test_run_scale_bench_on_a_tiny_size(tiny_corpus, tmp_path):
 
 
 def test_synthetic_threads_are_deterministic_resolved_threads_of_their_case():
-    from rlhelper.github.entries import is_resolved, thread_sources
+    from rlhelper.ingest.github.entries import is_resolved, thread_sources
 
     base = base_entries()
     first = [synthetic.synthetic_thread(base, i) for i in range(5)]

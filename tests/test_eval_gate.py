@@ -5,7 +5,7 @@ eval/baseline-official.json for the official pages (eval/official.jsonl, on seed
 default index), and eval/baseline-issues.json for problems users reported in GitHub issues
 (eval/issues.jsonl, default index; 23 answerable test items, so one item lost fails it).
 
-A baseline is written by the command it records (`python -m rlhelper.evaluate --write-baseline`,
+A baseline is written by the command it records (`python -m rlhelper.measure.evaluate --write-baseline`,
 with `--set`, `--baseline` and `--collection` for the other sets; default embedder, test split,
 hybrid mode). Raise it deliberately after an improvement; never lower it to make this pass without
 saying why in the commit.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import evaluate as ev
+from rlhelper.measure import evaluate as ev
 
 REPO = Path(__file__).resolve().parent.parent
 GATED = [(REPO / "eval" / "seeds.jsonl", REPO / "eval" / "baseline.json"),
@@ -37,7 +37,7 @@ def gate_index(request, tmp_path, collections: list[str]):
             return request.getfixturevalue(shared)
     except pytest.FixtureLookupError:
         pass
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     target = tmp_path / "gate-index"
     ingest([REPO / "ingest" / name for name in collections], index=target, rebuild=True)
@@ -47,7 +47,7 @@ def gate_index(request, tmp_path, collections: list[str]):
 @pytest.mark.parametrize(("eval_file", "baseline_file"), GATED, ids=[f.name for f, _ in GATED])
 def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request, tmp_path, eval_file, baseline_file):
     if not baseline_file.is_file():
-        pytest.skip(f"{baseline_file.name} is absent: write it with `python -m rlhelper.evaluate --write-baseline`")
+        pytest.skip(f"{baseline_file.name} is absent: write it with `python -m rlhelper.measure.evaluate --write-baseline`")
     if not eval_file.is_file():
         pytest.skip(f"{eval_file.name} is absent")
     baseline = json.loads(baseline_file.read_text(encoding="utf-8"))

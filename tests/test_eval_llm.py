@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import evaluate as ev
+from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
-from rlhelper.llm import LLMSettings
+from rlhelper.measure import evaluate as ev
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402

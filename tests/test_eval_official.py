@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import evaluate as ev
 from rlhelper.api import Helper
+from rlhelper.measure import evaluate as ev
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 SETS = ["official", "issues"]

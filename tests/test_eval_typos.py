@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.spelling import _one_edit
+from rlhelper.search.spelling import _one_edit
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlhelper import evaluate as ev
 from rlhelper.errors import ConfigError, QueryError
+from rlhelper.measure import evaluate as ev
 from rlhelper.schema import Entry, Hit
 
 # --- metrics ---------------------------------------------------------------------------

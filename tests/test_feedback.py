@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from rlhelper import feedback
-from rlhelper.feedback import FeedbackStore
+from rlhelper.measure import feedback
+from rlhelper.measure.feedback import FeedbackStore
 
 
 def test_default_file_is_under_the_data_dir(isolated_home):

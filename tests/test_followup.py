@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlhelper import Helper, followup, smalltalk
+from rlhelper import Helper
+from rlhelper.answer import smalltalk
+from rlhelper.search import followup
 
 WEIGHT_SYNC = "weight sync timed out between trainer and sglang"
 VERL_OOM = "vllm OOM during rollout in verl"
@@ -155,7 +157,7 @@ def test_small_talk_gets_a_word_back_not_a_search():
 
 
 def test_small_talk_between_questions_leaves_the_topic_and_a_new_question_stands_alone(helper):
-    from rlhelper.evaluate import asked_before
+    from rlhelper.measure.evaluate import asked_before
 
     previous = asked_before(helper, ["weight sync timed out between the trainer and sglang", "thanks"])
     assert previous.citations[0].heading == "Error: Weight sync timed out"

@@ -1,4 +1,4 @@
-from rlhelper.fusion import boost, reciprocal_rank_fusion
+from rlhelper.search.fusion import boost, reciprocal_rank_fusion
 
 
 def test_rrf_rewards_agreement_between_rankings():

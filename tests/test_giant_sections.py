@@ -11,7 +11,7 @@ import pytest
 from clirun import cli_env, rlhelper
 from openai_stub import OpenAIStub, Reply
 
-from rlhelper.ingest import ingest
+from rlhelper.ingest.pipeline import ingest
 from rlhelper.schema import MAX_QUOTED_CHARS
 
 LINES = 70_000  # ~5.2 MB

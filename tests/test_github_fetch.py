@@ -10,10 +10,10 @@ import pytest
 from github_fake import HTML, REPO, TOKEN, FakeGitHub
 
 from rlhelper.errors import GitHubError
-from rlhelper.github.client import GitHubClient
-from rlhelper.github.export import read_exports
-from rlhelper.github.fetch import sync
-from rlhelper.github.threads import ThreadStore
+from rlhelper.ingest.github.client import GitHubClient
+from rlhelper.ingest.github.export import read_exports
+from rlhelper.ingest.github.fetch import sync
+from rlhelper.ingest.github.threads import ThreadStore
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.glossary import GLOSSARY, cross_language, expand, matches
-from rlhelper.lexical import tokenize
+from rlhelper.index.lexical import tokenize
+from rlhelper.search.glossary import GLOSSARY, cross_language, expand, matches
 
 
 def added(query: str) -> list[str]:

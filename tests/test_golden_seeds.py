@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.entries import build_entries, merge_duplicates, read_document
+from rlhelper.ingest.entries import build_entries, merge_duplicates, read_document
 
 SEEDS = Path(__file__).resolve().parent.parent / "ingest" / "seeds"
 MANIFEST = {d["path"][:3]: d for d in json.loads((SEEDS / "manifest.json").read_text())["documents"]}

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlhelper import embed, lexical, store
 from rlhelper.errors import EmbedderMismatchError, IndexLockedError
-from rlhelper.ingest import find_sources, ingest
-from rlhelper.status import index_info
-from rlhelper.store import Index, index_lock
+from rlhelper.index import embed, lexical, store
+from rlhelper.index.store import Index, index_lock
+from rlhelper.ingest.pipeline import find_sources, ingest
+from rlhelper.ingest.status import index_info
 
 GUIDE = """# Rollout guide
 
@@ -222,7 +222,7 @@ def test_another_ingest_holding_the_lock_stops_this_one(docs, index_path):
     import subprocess
     import sys
 
-    script = ("import sys, time; from pathlib import Path; from rlhelper import store\n"
+    script = ("import sys, time; from pathlib import Path; from rlhelper.index import store\n"
               "with store.index_lock(Path(sys.argv[1])):\n    print('LOCKED', flush=True); time.sleep(30)\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(index_path)], stdout=subprocess.PIPE, text=True)
     try:

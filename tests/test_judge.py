@@ -54,7 +54,7 @@ UNANSWERABLE = [
 def tiny_helper(tmp_path_factory):
     """A real index of one small guide with a bank of two questions per section."""
     from rlhelper.api import Helper
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     corpus = tmp_path_factory.mktemp("corpus")
     (corpus / "mine").mkdir()

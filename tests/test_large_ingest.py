@@ -9,7 +9,7 @@ import tracemalloc
 import numpy as np
 from clirun import cli_env, rlhelper
 
-from rlhelper import twins
+from rlhelper.ingest import twins
 from rlhelper.schema import Entry
 
 

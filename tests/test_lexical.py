@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rlhelper.errors import IndexCorruptError
-from rlhelper.lexical import (
+from rlhelper.index.lexical import (
     BM25_FILE,
     HEADING_REPEATS,
     TOKENIZER_VERSION,
@@ -122,7 +122,7 @@ def test_chinese_punctuation_splits_runs():
 
 def test_chinese_query_does_not_load_jieba():
     # jieba's dictionary takes seconds to load; the tokenizer must never pull it in.
-    code = "import sys, rlhelper.lexical as L; L.tokenize('权重同步超时'); print('jieba' in sys.modules)"
+    code = "import sys, rlhelper.index.lexical as L; L.tokenize('权重同步超时'); print('jieba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -377,7 +377,7 @@ def test_inconsistent_vocabulary_raises(index, tmp_path):
 
 
 def test_with_documents_is_a_build_over_all_of_them():
-    from rlhelper.lexical import BM25Index
+    from rlhelper.index.lexical import BM25Index
 
     old = [["ray", "actor", "died"], ["cuda", "oom", "oom"], ["weight", "sync", "timeout", "ray"]]
     new = [["oom", "again", "显存"], ["ray"]]

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.answer import build_answer
-from rlhelper.errors import ConfigError, RlhelperError
-from rlhelper.grounding import (
+from rlhelper.answer.extractive import build_answer
+from rlhelper.answer.grounding import (
     appears_in,
     check_citations,
     split_code,
@@ -22,7 +21,7 @@ from rlhelper.grounding import (
     unverified_tokens,
     yaml_key_paths,
 )
-from rlhelper.llm import (
+from rlhelper.answer.llm import (
     TRUNCATION_MARK,
     LLMError,
     LLMSettings,
@@ -37,6 +36,7 @@ from rlhelper.llm import (
     select_sources,
     strip_thinking,
 )
+from rlhelper.errors import ConfigError, RlhelperError
 from rlhelper.schema import Entry, Hit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -294,7 +294,7 @@ def test_missing_langchain_openai_says_how_to_install(monkeypatch, hits):
 
 
 def test_import_rlhelper_llm_stays_light():
-    code = "import sys, rlhelper, rlhelper.llm; assert 'langchain_openai' not in sys.modules; " \
+    code = "import sys, rlhelper, rlhelper.answer.llm; assert 'langchain_openai' not in sys.modules; " \
            "assert 'langchain_core' not in sys.modules; assert 'openai' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

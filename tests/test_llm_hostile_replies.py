@@ -15,7 +15,7 @@ import pytest
 from clirun import cli_env, rlhelper
 from openai_stub import OpenAIStub, Reply
 
-from rlhelper.ingest import ingest
+from rlhelper.ingest.pipeline import ingest
 
 QUESTION = "zorblax flux capacitor overheats"
 EXTRACT = "Run `cool --down` to fix the zorblax flux capacitor."

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.entries import build_entries, read_document
-from rlhelper.parse import parse_document, parse_with_warnings
+from rlhelper.ingest.entries import build_entries, read_document
+from rlhelper.ingest.parse import parse_document, parse_with_warnings
 
 OFFICIAL = Path(__file__).resolve().parent.parent / "ingest" / "official"
 MANIFEST = {d["path"]: d for d in json.loads((OFFICIAL / "manifest.json").read_text())["documents"]}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rlhelper.parse import parse_document, parse_with_warnings
-from rlhelper.parse.inline import GithubSlugger, github_slug, markdown_heading_text
+from rlhelper.ingest.parse import parse_document, parse_with_warnings
+from rlhelper.ingest.parse.inline import GithubSlugger, github_slug, markdown_heading_text
 
 
 def crumbs(sections):

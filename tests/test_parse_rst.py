@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rlhelper.parse import parse_document
-from rlhelper.parse.inline import DocutilsIds, rst_heading_text
+from rlhelper.ingest.parse import parse_document
+from rlhelper.ingest.parse.inline import DocutilsIds, rst_heading_text
 
 
 def crumbs(sections):

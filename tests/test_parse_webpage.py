@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.parse import EmbeddedSection, detect_format, parse_document, parse_with_warnings
+from rlhelper.ingest.parse import EmbeddedSection, detect_format, parse_document, parse_with_warnings
 
 SEEDS = Path(__file__).resolve().parent.parent / "ingest" / "seeds"
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from rlhelper import questions
 from rlhelper.api import Helper
-from rlhelper.ingest import ingest
-from rlhelper.status import index_info
+from rlhelper.index import questions
+from rlhelper.ingest.pipeline import ingest
+from rlhelper.ingest.status import index_info
 
 BANK = REPO / "ingest" / "questions"
 
@@ -51,7 +51,7 @@ def test_the_shipped_vector_file_holds_every_question_of_the_bank():
 
 
 def test_the_shipped_vectors_are_the_default_embedders():
-    from rlhelper.embed import get_embedder
+    from rlhelper.index.embed import get_embedder
 
     texts = sorted({q.text for q in questions.read_bank(BANK).questions})
     sample = random.Random(7).sample(texts, 6)

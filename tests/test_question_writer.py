@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rlhelper import question_writer
+from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
 from rlhelper.cli import main
-from rlhelper.ingest import ingest
-from rlhelper.llm import LLMSettings
-from rlhelper.question_writer import (
+from rlhelper.index.store import Index
+from rlhelper.ingest.pipeline import ingest, question_writer
+from rlhelper.ingest.question_writer import (
     KEEP_MAX,
     MAX_QUESTION_CHARS,
     BankWriter,
@@ -27,7 +27,6 @@ from rlhelper.question_writer import (
     clean,
     parse_questions,
 )
-from rlhelper.store import Index
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -153,7 +152,7 @@ def bank_lines(collection: str = "mydocs") -> dict[str, dict]:
     '["1. why OOM in rollout?", "2. CUDA out of memory rollout", "3. 显存不足怎么办"]',
 ])
 def test_a_list_is_read_in_the_shapes_models_write_it(reply):
-    from rlhelper.llm import strip_thinking  # complete() strips the thinking before parsing
+    from rlhelper.answer.llm import strip_thinking  # complete() strips the thinking before parsing
 
     assert parse_questions(strip_thinking(reply)) == ["why OOM in rollout?", "CUDA out of memory rollout",
                                                       "显存不足怎么办"]

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from clirun import cli_env, one_line_error, rlhelper
 
-from rlhelper import faults, trials
 from rlhelper.api import Helper
 from rlhelper.errors import EmbedderMismatchError
+from rlhelper.measure import faults, trials
 
 QUERY = "XYZZY rollout stall"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from clirun import cli_env, one_line_error, rlhelper
 
-from rlhelper import faults, trials
-from rlhelper.ingest import ingest
-from rlhelper.store import Index
+from rlhelper.index.store import Index
+from rlhelper.ingest.pipeline import ingest
+from rlhelper.measure import faults, trials
 
 
 def write(folder: Path, name: str, heading: str) -> Path:

@@ -24,15 +24,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlhelper.embed import entry_texts
-from rlhelper.entries import build_entries, merge_duplicates, read_document
 from rlhelper.errors import DocumentError
-from rlhelper.faults import NASTY_DOC_FRAGMENTS, NASTY_LOG_LINES
-from rlhelper.ingest import lexical_tokens
-from rlhelper.parse import parse_with_warnings
-from rlhelper.parse.inline import CONTROL_CHARS
-from rlhelper.query import normalize_query
+from rlhelper.index.embed import entry_texts
+from rlhelper.ingest.entries import build_entries, merge_duplicates, read_document
+from rlhelper.ingest.parse import parse_with_warnings
+from rlhelper.ingest.parse.inline import CONTROL_CHARS
+from rlhelper.ingest.pipeline import lexical_tokens
+from rlhelper.measure.faults import NASTY_DOC_FRAGMENTS, NASTY_LOG_LINES
 from rlhelper.schema import Entry
+from rlhelper.search.query import normalize_query
 
 MB = 1_000_000
 FORMATS = ["markdown", "mdx", "rst", "webpage", "text"]

@@ -17,7 +17,7 @@ from clirun import cli_env, one_line_error, rlhelper
 
 from rlhelper.api import Helper
 from rlhelper.errors import QueryError
-from rlhelper.ingest import ingest
+from rlhelper.ingest.pipeline import ingest
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 # Bidi overrides and isolates, C1 controls (U+009B: CSI), ESC and BEL: a terminal acts on them.

@@ -6,7 +6,7 @@ import shutil
 
 from clirun import cli_env, one_line_error, rlhelper
 
-from rlhelper.reliability import CLI_TRIALS, Row, format_report
+from rlhelper.measure.reliability import CLI_TRIALS, Row, format_report
 
 
 def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem3_cache_dir):

@@ -20,9 +20,10 @@ import pytest
 from test_reliability_hostile import BINARY, INJECTED_MARKERS, INJECTION, WRAPPED_INJECTIONS
 from test_web_server import raw_get
 
-from rlhelper import loadtest, web
 from rlhelper.api import Helper
-from rlhelper.feedback import FeedbackStore
+from rlhelper.measure.feedback import FeedbackStore
+from rlhelper.web import app as web
+from rlhelper.web import loadtest
 
 REPO = Path(__file__).resolve().parent.parent
 # Bytes that would show a leak: /etc/passwd, pyproject, SQLite, an index manifest or entry, pyvenv.cfg.
@@ -149,7 +150,7 @@ def test_fifty_clients_for_a_fixed_time_get_no_errors(server):
 
 
 def test_the_web_attack_trials_all_hold(seeds_index, tmp_path):
-    from rlhelper import webtrials
+    from rlhelper.web import trials as webtrials
 
     done = {t.name: t for t in webtrials.web_trials(Helper.load(index=seeds_index), tmp_path / "web")}
     assert list(done) == ["ssrf", "votes", "comment", "flood", "slow"]

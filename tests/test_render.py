@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlhelper import render
-from rlhelper.answer import RELATED_SHOWN, build_answer, citation_for
+from rlhelper.answer import html as render
+from rlhelper.answer.extractive import RELATED_SHOWN, build_answer, citation_for
 from rlhelper.schema import Entry, Hit
 
 EVIL = (Path(__file__).parent / "hostile" / "evil.md").read_text(encoding="utf-8")
@@ -245,7 +245,7 @@ def test_a_source_is_named_by_title_heading_and_upstream_with_file_and_lines_in_
 
 
 def test_a_short_heading_keeps_its_parent_and_a_page_off_github_names_its_host():
-    from rlhelper.sources import collection_note, short_trail, upstream
+    from rlhelper.answer.sources import collection_note, short_trail, upstream
 
     assert short_trail("verl FAQ", ["verl FAQ", "Checkpoints", "Solution"]) == ["verl FAQ", "Checkpoints", "Solution"]
     assert short_trail("Guide", ["Guide", "A", "B", "Weight sync timed out"]) == ["Guide", "Weight sync timed out"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rlhelper import retrieve
 from rlhelper.api import Helper
 from rlhelper.errors import QueryError
-from rlhelper.query import normalize_query
+from rlhelper.search import retrieve
+from rlhelper.search.query import normalize_query
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from rlhelper import Helper
-from rlhelper.query import normalize_query
-from rlhelper.retrieve import QueryTerms
+from rlhelper.search.query import normalize_query
+from rlhelper.search.retrieve import QueryTerms
 
 SIGABRT = "Hard Aborted/SIGABRT crash with GPU memory still free"
 OOM_MESSAGE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 2 has a total capacity "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rlhelper import Helper
-from rlhelper.query import normalize_query
-from rlhelper.spelling import Corrector
+from rlhelper.search.query import normalize_query
+from rlhelper.search.spelling import Corrector
 
 VOCABULARY = {"memory", "illegal", "access", "function", "called", "timeout", "timed", "norm", "gpu",
               "flash_attn", "nccl", "reward", "rewards"}

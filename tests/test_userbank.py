@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from rlhelper import questions
 from rlhelper.cli import main
 from rlhelper.errors import UserBankError
-from rlhelper.fusion import pin_and_demote
-from rlhelper.userbank import UserBank, normalize, record_id
+from rlhelper.index import questions
+from rlhelper.index.userbank import UserBank, normalize, record_id
+from rlhelper.search.fusion import pin_and_demote
 
 ENTRY = {"entry_id": "seeds/a.txt#x", "collection": "seeds", "doc": "a.txt", "heading": "Rewards are always 0"}
 OTHER = {"entry_id": "seeds/b.txt#y", "collection": "seeds", "doc": "b.txt", "heading": "Model outputs are repetitive"}
@@ -276,7 +276,7 @@ def test_without_a_bank_the_shipped_questions_are_searched_as_before(seeds_index
 
 
 def test_a_web_vote_teaches_the_bank_and_taking_it_back_forgets(seeds_helper, monkeypatch):
-    from rlhelper import web
+    from rlhelper.web import app as web
 
     monkeypatch.setattr(web, "STREAM_PAUSE", 0)
     helper, session = seeds_helper, web.new_session()
@@ -297,7 +297,7 @@ def test_a_web_vote_teaches_the_bank_and_taking_it_back_forgets(seeds_helper, mo
 
 
 def test_a_vote_on_no_match_or_a_question_teaches_nothing(seeds_helper, monkeypatch):
-    from rlhelper import web
+    from rlhelper.web import app as web
 
     monkeypatch.setattr(web, "STREAM_PAUSE", 0)
     session = web.new_session()
@@ -308,7 +308,7 @@ def test_a_vote_on_no_match_or_a_question_teaches_nothing(seeds_helper, monkeypa
 
 
 def test_matched_is_escaped_and_short():
-    from rlhelper import render
+    from rlhelper.answer import html as render
 
     html = render.matched_html("<script>alert(1)</script> " + "x" * 500)
     assert "<script>" not in html and "&lt;script&gt;" in html and html.count("x") < 200

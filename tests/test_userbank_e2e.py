@@ -80,8 +80,9 @@ def test_cli_accept_with_nothing_to_accept_is_one_line(tmp_path, full_index, use
 def test_browser_ask_thumbs_up_ask_again(tmp_path, full_index, third):
     from test_web_browser import CHROMIUM, CHROMIUM_ARGS, _install_chromium, ask
 
-    from rlhelper import loadtest, web
     from rlhelper.api import Helper
+    from rlhelper.web import app as web
+    from rlhelper.web import loadtest
 
     why = _install_chromium()
     if why:

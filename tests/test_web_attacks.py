@@ -4,7 +4,7 @@ Two OpenAI-compatible stubs listen on 127.0.0.1: the operator's configured endpo
 "attacker" one that a visitor would like the server to call with the operator's key. Requests go
 through Gradio's public API (`/gradio_api/call/ask`, the Gradio client) and through the raw routes
 the page itself uses (`queue/join` and `run/predict` with a handler's fn_index, spoken by
-rlhelper.webtrials), which reach the handlers Gradio hides from its API docs.
+rlhelper.web.trials), which reach the handlers Gradio hides from its API docs.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rlhelper import loadtest, web
+from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
-from rlhelper.llm import LLMSettings
-from rlhelper.webtrials import call_api, dependencies, direct_call, queue_call
+from rlhelper.web import app as web
+from rlhelper.web import loadtest
+from rlhelper.web.trials import call_api, dependencies, direct_call, queue_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402

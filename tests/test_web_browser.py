@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import loadtest, web
 from rlhelper.api import Helper
+from rlhelper.web import app as web
+from rlhelper.web import loadtest
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +78,7 @@ def seeds_url(seeds_index, feedback_db):
 
 @pytest.fixture(scope="module")
 def hostile_url(tmp_path_factory):
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     index = tmp_path_factory.mktemp("hostile") / "idx"
     ingest([HOSTILE], collection="hostile", index=index)
@@ -309,7 +310,7 @@ def test_a_visitor_picks_the_configured_llm_by_name_and_never_types_a_url(page, 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from openai_stub import OpenAIStub, Reply
 
-    from rlhelper.llm import LLMSettings
+    from rlhelper.answer.llm import LLMSettings
 
     monkeypatch.setenv("RLHELPER_TEST_BROWSER_KEY", "sk-browser-secret")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")

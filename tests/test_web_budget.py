@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper import loadtest, web
+from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
-from rlhelper.llm import LLMSettings
-from rlhelper.webtrials import MARKER, SpinningHelper, call_api
+from rlhelper.web import app as web
+from rlhelper.web import loadtest
+from rlhelper.web.trials import MARKER, SpinningHelper, call_api
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402

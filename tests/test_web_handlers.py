@@ -11,12 +11,12 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from rlhelper import web
-from rlhelper.answer import RELATED_SHOWN
+from rlhelper.answer.extractive import RELATED_SHOWN
+from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
 from rlhelper.errors import IndexCorruptError
-from rlhelper.feedback import FeedbackStore
-from rlhelper.llm import LLMSettings
+from rlhelper.measure.feedback import FeedbackStore
+from rlhelper.web import app as web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -33,7 +33,7 @@ def helper(seeds_index) -> Helper:
 
 @pytest.fixture(scope="module")
 def hostile_helper(tmp_path_factory) -> Helper:
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     index = tmp_path_factory.mktemp("hostile") / "idx"
     ingest([HOSTILE], collection="hostile", index=index)
@@ -304,7 +304,7 @@ def test_hostile_query_is_escaped(helper):
 def test_a_cited_heading_is_shown_literally_not_as_markdown(tmp_path):
     """A heading is document text: `*7*` in it (escaped in Markdown, plain in rst) stays `*7*` in the
     answer's heading and trail, as it does in the sources list, instead of turning into emphasis."""
-    from rlhelper.ingest import ingest
+    from rlhelper.ingest.pipeline import ingest
 
     docs = tmp_path / "docs"
     docs.mkdir()

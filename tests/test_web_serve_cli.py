@@ -12,8 +12,10 @@ from pathlib import Path
 import httpx
 from clirun import cli_env, one_line_error, rlhelper
 
-from rlhelper import faults, loadtest, web
-from rlhelper.llm import LLMSettings
+from rlhelper.answer.llm import LLMSettings
+from rlhelper.measure import faults
+from rlhelper.web import app as web
+from rlhelper.web import loadtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402

@@ -17,9 +17,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from rlhelper import loadtest, web
 from rlhelper.api import Helper
 from rlhelper.errors import ConfigError
+from rlhelper.web import app as web
+from rlhelper.web import loadtest
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from rlhelper import config
 from rlhelper.api import Helper
-from rlhelper.calibration import collect
-from rlhelper.confidence import Signals
-from rlhelper.evaluate import eval_index, load_eval_set
+from rlhelper.measure.calibration import collect
+from rlhelper.measure.evaluate import eval_index, load_eval_set
+from rlhelper.search.confidence import Signals
 
 EVAL = config.REPO_ROOT / "eval"
 SETS = (("seeds", "seeds.jsonl", None), ("official", "official.jsonl", "default"), ("issues", "issues.jsonl", "default"))

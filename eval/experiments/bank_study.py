@@ -13,10 +13,10 @@ import itertools
 import sys
 from pathlib import Path
 
-import rlhelper.retrieve as retrieve
+import rlhelper.search.retrieve as retrieve
 from rlhelper import config
 from rlhelper.api import Helper
-from rlhelper.evaluate import eval_index, run_eval
+from rlhelper.measure.evaluate import eval_index, run_eval
 
 EVAL = config.REPO_ROOT / "eval"
 SETS = (("seeds", EVAL / "seeds.jsonl", None), ("official", EVAL / "official.jsonl", "default"),

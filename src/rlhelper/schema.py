@@ -224,7 +224,7 @@ class Answer:
 
     def _repr_html_(self) -> str:
         """Notebooks render this: the answer with linked [n] markers, then the numbered sources."""
-        from .render import notebook_html  # standard library only, like this module
+        from .answer.html import notebook_html  # standard library only, like this module
 
         return notebook_html(self)
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from ..config import REPO_ROOT, corpus_dir
 from ..errors import ConfigError, RlhelperError
-from ..questions import BANK_FOLDER, attach, read_bank
-from ..retrieve import section_key
+from ..index.questions import BANK_FOLDER, attach, read_bank
 from ..schema import Entry
+from ..search.retrieve import section_key
 from .passage import passage
 
 SEED = 13

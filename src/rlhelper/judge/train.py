@@ -26,8 +26,8 @@ def start_model(max_length: int):
     from sentence_transformers import CrossEncoder
     from transformers.utils import logging as transformers_logging
 
-    from ..embed import bundled_minilm_folder
     from ..errors import ConfigError
+    from ..index.embed import bundled_minilm_folder
 
     folder = bundled_minilm_folder()
     if folder is None:

@@ -1,0 +1,234 @@
+"""Extractive, grounded answers: every sentence shown comes verbatim from a cited entry.
+
+No model writes anything here. The troubleshooting docs mostly follow a
+"symptom / cause / fix" shape marked by bold labels (`**Cause:**`,
+`**Solution:**`, `**现象：**`, `**修复：**` ...), so an answer is those labelled
+blocks cut out of the best entry, each carrying the number of its citation.
+Entries without labels are quoted whole (they are short: the index splits long
+sections).
+
+Only the best entry is quoted. A runner-up is cited too only when it ties
+(fused score within 1 %): on the eval's dev split a second hit within 5 % of
+the best answered the query a third of the time, and within 8-15 % one time
+in five, so quoting it would mostly pad the answer with a wrong fix. The
+runners-up stay in `Answer.hits`, which the CLI and the web chat list as
+related entries.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterable
+
+from ..index.lexical import has_han
+from ..schema import MAX_QUOTED_CHARS, Answer, AnswerPart, Citation, Entry, Hit, title_trail
+
+# Label words seen in the shipped docs, grouped by what they introduce.
+# Collected with: grep -ohE '^\*\*[^*]{1,30}[:：]?\*\*[:：]?' ingest/*/*
+LABEL_KINDS = {
+    "symptom": ("symptom", "symptoms", "现象", "问题现象", "description", "what this means", "error"),
+    "cause": ("cause", "causes", "likely cause", "原因", "可能原因", "diagnosis"),
+    "fix": (
+        "solution", "solutions", "fix", "fixes", "修复", "解决方案", "临时解决方案",
+        "debug", "排查步骤", "causes & solutions", "workaround",
+    ),
+    "reply": ("maintainer's reply",),  # a GitHub thread's (github/entries.py)
+}
+_KIND_OF_LABEL = {label: kind for kind, labels in LABEL_KINDS.items() for label in labels}
+
+# A bold label at the start of a line: **Cause:** / **Solutions**: / **修复：**
+_LABEL_LINE = re.compile(r"^\*\*(?P<label>[^*\n]{1,30}?)\s*[:：]?\s*\*\*\s*[:：]?\s*(?P<rest>.*)$")
+
+# Within this fraction of the best fused score, another entry ties and is quoted too.
+TIE_RATIO = 0.99
+MAX_CITED = 2
+WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
+                     "often score as high; check that it fits your case.")
+RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
+KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
+# A question asked in Chinese is answered with Chinese labels (the quoted doc text stays as written).
+KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复", "text": ""}
+ALSO_RELEVANT = {"en": "Also relevant: ", "zh": "另见："}
+
+
+def language_of(query: str) -> str:
+    """"zh" for a question written in Chinese (any Han character), else "en": the answer's labels."""
+    return "zh" if has_han(query or "") else "en"
+# Training frameworks as their docs spell them; query.detect_frameworks keys them in lower case.
+FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
+NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
+
+
+def split_labelled_blocks(text: str) -> list[tuple[str, str]]:
+    """Cut an entry body into (kind, block) pairs at bold symptom/cause/fix labels.
+
+    Text before the first label, and blocks under labels we do not know, are
+    kind "text". Code fences are respected: a label-looking line inside a fence
+    is code, not a label.
+    """
+    blocks: list[tuple[str, list[str]]] = [("text", [])]
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        match = None if in_fence else _LABEL_LINE.match(stripped)
+        kind = _KIND_OF_LABEL.get(match.group("label").strip().lower()) if match else None
+        if kind:
+            blocks.append((kind, [match.group("rest")] if match.group("rest") else []))
+        else:
+            blocks[-1][1].append(line)
+    result = []
+    for kind, lines in blocks:
+        block = "\n".join(lines).strip()
+        if block:
+            result.append((kind, block))
+    return result
+
+
+def _body_without_heading(hit: Hit) -> str:
+    """Entry text minus a first line that merely repeats the heading, dedented: the answer of a
+    numbered FAQ item is indented under it, and Markdown would show that indent as a code block."""
+    lines = hit.entry.text.strip("\n").splitlines()
+    if lines and hit.entry.heading and hit.entry.heading in re.sub(r"[`*#]", "", lines[0]):
+        lines = lines[1:]
+    return textwrap.dedent("\n".join(lines)).strip()
+
+
+def citation_for(hit: Hit, number: int) -> Citation:
+    e = hit.entry
+    return Citation(
+        number=number,
+        entry_id=e.id,
+        doc=e.doc,
+        doc_title=e.doc_title,
+        breadcrumb=list(e.breadcrumb),
+        heading=e.heading,
+        line_start=e.line_start,
+        line_end=e.line_end,
+        url=e.url,
+        collection=e.collection,
+        also_at=list(e.also_at),
+        twins=list(e.twins),
+        lang=e.lang,
+        kind=e.kind,
+    )
+
+
+def cited_hits(hits: list[Hit]) -> list[Hit]:
+    """The best hit, and a runner-up that ties with it."""
+    if not hits:
+        return []
+    best = hits[0].score
+    return [h for h in hits[:MAX_CITED] if best <= 0 or h.score >= best * TIE_RATIO]
+
+
+def runners_up(answer: Answer) -> list[Hit]:
+    """Hits the answer does not quote, best first: worth a look, not vouched for."""
+    cited = {c.entry_id for c in answer.citations}
+    return [h for h in answer.hits if h.entry.id not in cited][:RELATED_SHOWN]
+
+
+def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit], indexed: Iterable[str]) -> str | None:
+    """A notice when the query names one framework and the quoted entry is another's.
+
+    The docs' fixes are framework specific (config keys, flags, launch scripts), and the
+    ranking lets another framework's entry win when it matches much better than any of the
+    named one's (retrieve.py), so the reader is told whose advice this is, and which of the
+    named framework's entries came closest when one is among the runners-up.
+    """
+    wanted = [name for name, strength in named.items() if name in FRAMEWORK_NAMES and strength >= NAMED]
+    if len(wanted) != 1 or quoted.framework == wanted[0] or quoted.framework not in FRAMEWORK_NAMES:
+        return None
+    asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
+    if wanted[0] not in set(indexed):
+        return (f"Your query is about {asked}, but this index holds no {asked} docs; this entry is from "
+                f"{found}'s docs: its settings and flags may not apply to {asked}.")
+    notice = (f"Your query is about {asked}, but this entry is from {found}'s docs: its settings and flags "
+              f"may not apply to {asked}.")
+    own = next((h.entry for h in related if h.entry.framework == wanted[0]), None)
+    if own is not None:
+        notice += f" {asked}'s closest entry is listed as related: “{own.heading}”."
+    return notice
+
+
+def capped(body: str, entry: Entry) -> str:
+    """`body` cut after MAX_QUOTED_CHARS at a line end, with how many lines follow and where."""
+    if len(body) <= MAX_QUOTED_CHARS:
+        return body
+    cut = body.rfind("\n", 0, MAX_QUOTED_CHARS)
+    cut = cut if cut > MAX_QUOTED_CHARS // 2 else MAX_QUOTED_CHARS
+    shown = body[:cut].rstrip()
+    if sum(line.lstrip().startswith(("```", "~~~")) for line in shown.splitlines()) % 2:
+        shown += "\n```"  # the cut fell inside a code block: close it
+    more = body.count("\n", cut) + 1
+    where = f"{entry.doc}:{entry.line_start}-{entry.line_end}" + (f" {entry.url}" if entry.url else "")
+    return f"{shown}\n\n_The entry continues: {more:,} more lines at {where}_"
+
+
+def parts_for(hit: Hit, number: int) -> list[AnswerPart]:
+    body = capped(_body_without_heading(hit), hit.entry)
+    blocks = split_labelled_blocks(body) or [("text", body)]
+    return [AnswerPart(kind=kind, text=block, citation=number) for kind, block in blocks]
+
+
+def render_markdown(parts: list[AnswerPart], citations: list[Citation], lang: str = "en") -> str:
+    """Markdown answer text with [n] markers after every block; labels in `lang` (en or zh)."""
+    out: list[str] = []
+    by_number = {c.number: c for c in citations}
+    current = None
+    for part in parts:
+        if part.citation != current:
+            current = part.citation
+            c = by_number[current]
+            trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
+            lead = "" if current == 1 else ALSO_RELEVANT.get(lang, ALSO_RELEVANT["en"])
+            out.append(f"### {lead}{c.heading} [{current}]\n_{trail}_")
+        title = (KIND_TITLES_ZH if lang == "zh" else KIND_TITLES)[part.kind]
+        label = f"**{title}** [{part.citation}]\n\n" if title else ""
+        out.append(f"{label}{part.text}")
+    return "\n\n".join(out)
+
+
+def no_match_text(has_related: bool, lang: str = "en") -> str:
+    """The answer's text when nothing answers the query."""
+    if lang == "zh":
+        return "文档中没有与此问题匹配的条目。" + ("下面列出了最接近的条目，它们未必能回答这个问题。" if has_related else "")
+    text = "No matching entry in the docs for this query."
+    return text + (" The nearest entries are listed as related; they may not answer it." if has_related else "")
+
+
+def build_answer(
+    query: str,
+    normalized_query: str,
+    hits: list[Hit],
+    *,
+    abstained: bool,
+    truncated: bool = False,
+    notices: list[str] | None = None,
+    weak: bool = False,
+    named_frameworks: dict[str, float] | None = None,
+    indexed_frameworks: Iterable[str] = (),
+) -> Answer:
+    """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related".
+    A weak answer (confidence.py: the band above the threshold) says so in a notice, and so does
+    an answer from another framework than the one the query names."""
+    notices = list(notices or [])
+    if abstained or not hits:
+        return Answer(query, normalized_query, truncated, True, no_match_text(bool(hits), language_of(query)), [], [],
+                      hits, notices)
+    citations: list[Citation] = []
+    parts: list[AnswerPart] = []
+    cited = cited_hits(hits)
+    for number, hit in enumerate(cited, start=1):
+        citations.append(citation_for(hit, number))
+        parts.extend(parts_for(hit, number))
+    text = render_markdown(parts, citations, language_of(query))
+    related = [h for h in hits if h not in cited][:RELATED_SHOWN]
+    mismatch = framework_notice(named_frameworks or {}, hits[0].entry, related, indexed_frameworks)
+    if mismatch:
+        notices.append(mismatch)
+    if weak:
+        notices.append(WEAK_MATCH_NOTICE)
+    return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices, weak_match=weak)

@@ -1,0 +1,63 @@
+"""How a source is named to a person: the document and section, where it lives upstream, and what
+its collection is. Shared by the web page (render.py) and the terminal (terminal.py).
+
+    short_trail(doc_title, breadcrumb)  -> ["slime-rl-training (SkillHub capture)", "Issue: OOM During Training"]
+    upstream(url)                       -> "NovaSky-AI/SkyRL · docs/.../troubleshooting.mdx"
+    collection_note(name)               -> a plain sentence on what the collection holds
+
+A seed file is named by a hash (`000_17cc8c75aeb7db0e.txt`) and a section sits under up to five
+headings ("... › Skill Companion Files › references/troubleshooting.md › ..."); neither tells a
+reader what they are about to open. The document title and the section heading do, and the
+repository and path say where it comes from. File and lines stay in the entry's detail.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..schema import title_trail
+
+_GITHUB = re.compile(r"^https://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?:blob|tree)/[^/\s]+/(?P<path>[^#?\s]+)")
+_WEB = re.compile(r"^https?://(?P<host>[^/\s?#]+)(?P<path>/[^#?\s]*)?")
+SHORT_HEADING_WORDS = 2  # a heading this short ("Fix", "Solution") keeps its parent beside it
+
+COLLECTION_NOTES = {
+    "seeds": "Seed guides: troubleshooting pages gathered from community repositories and captures",
+    "official": "Official docs: pages copied from the frameworks' own repositories",
+}
+
+COLLECTION_LABELS = {
+    "seeds": "seed guides (community troubleshooting pages)",
+    "official": "official docs (the frameworks' own pages)",
+}
+
+
+def collections_in_words(names: list[str]) -> str:
+    """"seed guides (community troubleshooting pages) and official docs (...)" for a page's header."""
+    words = [COLLECTION_LABELS.get(n, n) for n in names]
+    return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+
+
+def short_trail(doc_title: str, breadcrumb: list[str]) -> list[str]:
+    """The document title and the section's own heading: what tells one source from another.
+    A heading of one or two words ("Solution") keeps its parent heading."""
+    trail = title_trail(doc_title, breadcrumb)
+    if len(trail) <= 2:
+        return trail
+    keep = 2 if len(trail[-1].split()) <= SHORT_HEADING_WORDS else 1
+    return [trail[0], *trail[-keep:]]
+
+
+def upstream(url: str | None) -> str:
+    """"owner/repo · path/in/repo" for a GitHub link, "host/path" for another web page, "" without."""
+    if not url:
+        return ""
+    m = _GITHUB.match(url)
+    if m:
+        return f"{m['repo']} · {m['path']}"
+    m = _WEB.match(url)
+    return f"{m['host']}{m['path'] or ''}".rstrip("/") if m else ""
+
+
+def collection_note(name: str) -> str:
+    return COLLECTION_NOTES.get(name, f"Your collection “{name}”: documents you ingested") if name else ""

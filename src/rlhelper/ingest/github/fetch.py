@@ -1,0 +1,120 @@
+"""Sync a repository's closed issues, with their comments, into the local thread store.
+
+    report = sync("verl-project/verl", store, client, since="2025-01-01", labels="bug")
+
+Incremental by `updated_at`: issues are listed oldest change first (sort=updated,
+direction=asc) from the `since` the last complete sync saved, so a second run fetches
+only the issues changed since (a new comment, a reopening, an edit). After each page the
+store holds its threads and state.json the point to resume from, so a run stopped by
+the rate limit (the client raises RateLimited) or ^C loses at most one page. Open issues
+are listed too (state=all) but stored bare, so one reopened since leaves the index.
+
+Per closed issue: its comments (when it has any), and its events when it was closed as
+completed, for the commit that closed it. Pull requests are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from ...errors import GitHubError
+from .client import GitHubClient, RateLimited
+from .shapes import closing_commit, from_api_issue, is_pull_request
+from .threads import MAX_COMMENTS, ThreadStore
+
+PER_PAGE = 100
+
+
+@dataclass
+class SyncReport:
+    fetched: list[int] = field(default_factory=list)  # issue numbers stored in this run
+    pull_requests: int = 0  # listed by the issues endpoint, skipped
+    requests: int = 0
+    complete: bool = True
+    stopped: str | None = None  # why the sync stopped early (the rate limit), resumable
+
+
+def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | None = None,
+         labels: str | None = None) -> SyncReport:
+    """Fetch what changed since the last sync (or since `since`, an ISO date) into `store`."""
+    report = SyncReport()
+    state = store.state()
+    key = labels or ""
+    resume = (state.get("since") or {}).get(key)
+    start = iso_time(since) if since else resume
+    params = {"state": "all", "sort": "updated", "direction": "asc",
+              "per_page": PER_PAGE, "since": start, "labels": labels}
+    last = None
+    try:
+        for page in client.pages(f"repos/{repo}/issues", params):
+            if not isinstance(page.data, list):
+                raise GitHubError(f"repos/{repo}/issues did not answer a list of issues")
+            batch = []
+            for item in page.data:
+                if not isinstance(item, dict) or "number" not in item:
+                    continue
+                if is_pull_request(item):
+                    report.pull_requests += 1
+                    continue
+                batch.append(_thread(repo, item, client))
+                last = item.get("updated_at") or last
+            store.append(batch)
+            report.fetched += [t["number"] for t in batch]
+            if last:  # resume from here: `since` is inclusive, so nothing of this page is missed
+                _save_since(store, key, last)
+    except (RateLimited, KeyboardInterrupt) as exc:
+        report.complete = False
+        report.stopped = str(exc) or "interrupted"
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+    finally:
+        report.requests = client.requests
+        store.compact()
+    if report.complete and last:
+        # Done: the next run starts just after the newest change seen, so it refetches nothing.
+        _save_since(store, key, _plus_one_second(last))
+    return report
+
+
+def _thread(repo: str, item: dict, client: GitHubClient) -> dict:
+    number = int(item["number"])
+    closed = str(item.get("state")).lower() == "closed"
+    comments: list = []
+    if closed and item.get("comments"):
+        for page in client.pages(f"repos/{repo}/issues/{number}/comments", {"per_page": PER_PAGE}):
+            comments += page.data if isinstance(page.data, list) else []
+            if len(comments) >= MAX_COMMENTS:
+                break
+    closed_by = None
+    if closed and item.get("state_reason") == "completed":
+        events = client.get(client.url(f"repos/{repo}/issues/{number}/events", {"per_page": PER_PAGE})).data
+        closed_by = closing_commit(events if isinstance(events, list) else [], str(item.get("html_url") or ""))
+    return from_api_issue(repo, item, comments, closed_by)
+
+
+def _save_since(store: ThreadStore, key: str, value: str) -> None:
+    state = store.state()
+    state.setdefault("since", {})[key] = value
+    state["repo"] = store.repo
+    state["synced_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    store.save_state(state)
+
+
+def iso_time(date: str) -> str:
+    """--since as the API wants it (ISO 8601): a bare date means its midnight UTC."""
+    try:
+        parsed = datetime.fromisoformat(date.replace("Z", "+00:00"))
+    except ValueError:
+        raise GitHubError(f"--since {date!r} is not a date: give it as YYYY-MM-DD or an ISO time") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _plus_one_second(stamp: str) -> str:
+    try:
+        parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    return (parsed + timedelta(seconds=1)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

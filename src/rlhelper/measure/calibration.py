@@ -1,0 +1,152 @@
+"""Fit the abstention model on the eval's dev split: `rlhelper eval --split dev --calibrate`.
+
+Positives are the answerable dev items, searched as a user would search them.
+Negatives are the unanswerable dev items, plus every answerable dev item
+searched again with the entries that answer it hidden: a near miss, a question
+in scope whose answer is not in the index, which is what most unanswerable
+questions look like. The eval set has 18 unanswerable dev items, too few to
+fit four weights; the near misses add one per answerable item.
+
+The model (confidence.py) is fitted on hybrid searches, and its cosine floor
+set just below the least similar answerable dev item. Each mode then gets
+the threshold that abstains on the most negatives while abstaining on at most
+5 % of the answerable dev items, and a weak-match ceiling: the confidence
+that 80 % of the unanswerable dev items do not exceed. Test items are never used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, RlhelperError
+from ..search.confidence import ConfidenceModel, Signals, fit_logistic, save_model
+from ..search.query import normalize_query
+from .evaluate import (
+    MAX_WRONGLY_ABSTAINED,
+    MODES,
+    TARGET_ABSTENTION_RECALL,
+    EvalItem,
+    choose_threshold,
+    entry_locations,
+    eval_index,
+    load_eval_set,
+    relevance_gains,
+    share_ceiling,
+)
+
+COSINE_FLOOR_MARGIN = 0.02  # the veto sits this far below the least similar answerable dev item
+
+
+def answering_rows(entries, expected: Sequence[dict]) -> np.ndarray:
+    """Bool mask of the entries that answer an item (any expected location)."""
+    return np.array([bool(relevance_gains([entry_locations(e)], expected)[0]) for e in entries], dtype=bool)
+
+
+def search_signals(retriever, item: EvalItem, allowed: np.ndarray, mode: str) -> Signals | None:
+    normalized = normalize_query(item.query)
+    if not normalized.text.strip():
+        return None
+    ranking = retriever.rank(normalized, allowed, mode=mode)
+    return retriever.signals(normalized.text, ranking, allowed)
+
+
+def collect(helper, items: Sequence[EvalItem], mode: str, collections=None) -> dict[str, list[Signals]]:
+    """Signals of the top entry for positives, unanswerable items and near misses."""
+    retriever = helper._retriever
+    allowed = retriever.allowed_mask(collection=list(collections) if collections else None)
+    out: dict[str, list[Signals]] = {"answerable": [], "unanswerable": [], "near_miss": []}
+    for item in items:
+        try:
+            if not item.answerable:
+                found = search_signals(retriever, item, allowed, mode)
+                if found is not None:
+                    out["unanswerable"].append(found)
+                continue
+            found = search_signals(retriever, item, allowed, mode)
+            if found is not None:
+                out["answerable"].append(found)
+            hidden = allowed & ~answering_rows(helper.entries, item.expected)
+            near = search_signals(retriever, item, hidden, mode)
+            if near is not None:
+                out["near_miss"].append(near)
+        except RlhelperError:
+            continue  # an unsearchable query has no signals to learn from
+    return out
+
+
+def weak_ceiling(unanswerable: Sequence[float], threshold: float,
+                 share: float = TARGET_ABSTENTION_RECALL) -> float:
+    """The confidence at or below which `share` of the unanswerable items fall (never below
+    the abstention threshold): answers up to it are no surer than most unanswerable questions."""
+    if not unanswerable:
+        return threshold
+    ceiling = max(threshold, share_ceiling(unanswerable, share))
+    return math.ceil(ceiling * 1e6) / 1e6  # rounded up: the file keeps 6 decimals, and the item at it counts
+
+
+def _share_below(values: Sequence[float], threshold: float) -> float | None:
+    return round(sum(v < threshold for v in values) / len(values), 4) if values else None
+
+
+def calibrate(helper, items: Sequence[EvalItem], *, collections=None, modes: Sequence[str] = MODES,
+              max_wrongly_abstained: float = MAX_WRONGLY_ABSTAINED) -> ConfidenceModel:
+    """Fit the model on hybrid searches of dev `items`, then a threshold per mode."""
+    dev = [item for item in items if item.split in ("dev", None)]
+    if len(dev) != len(items) or not dev:
+        raise ConfigError("Calibration uses dev items only: run it with --split dev.")
+    if any(item.previous for item in dev):  # its signals are of one search; a follow-up's answer is two
+        raise ConfigError("Calibration fits single questions, and this set holds follow-ups (items with "
+                          '"previous"): calibrate on a set without them, such as eval/seeds.jsonl.')
+    by_mode = {mode: collect(helper, dev, mode, collections) for mode in modes}
+    hybrid = by_mode.get("hybrid") or next(iter(by_mode.values()))
+    positives = np.array([s.vector() for s in hybrid["answerable"]])
+    negatives = np.array([s.vector() for s in hybrid["unanswerable"] + hybrid["near_miss"]])
+    if not len(positives) or not len(negatives):
+        raise ConfigError("Calibration needs answerable and unanswerable dev items.")
+    weights, bias = fit_logistic(positives, negatives)
+    floor = min(s.cosine for s in hybrid["answerable"]) - COSINE_FLOOR_MARGIN
+    seen = np.vstack([positives, negatives])
+    model = ConfidenceModel(weights=list(map(float, weights)), bias=bias, thresholds={},
+                            embedder=str(helper.index.embedder_id), cosine_floor=round(floor, 4),
+                            feature_ranges=[[float(lo), float(hi)] for lo, hi in zip(seen.min(0), seen.max(0), strict=True)])
+    figures = {}
+    for mode, signals in by_mode.items():
+        scores = {name: [model.confidence(s) for s in found] for name, found in signals.items()}
+        t = choose_threshold(scores["answerable"], scores["unanswerable"] + scores["near_miss"],
+                             max_wrongly_abstained)
+        model.thresholds[mode] = t
+        weak = model.weak_ceilings[mode] = weak_ceiling(scores["unanswerable"], t)
+        figures[mode] = {
+            "wrongly_abstained": _share_below(scores["answerable"], t),
+            "unanswerable_abstained": _share_below(scores["unanswerable"], t),
+            "near_misses_abstained": _share_below(scores["near_miss"], t),
+            "answerable_flagged_weak": round(sum(t <= v <= weak for v in scores["answerable"])
+                                             / len(scores["answerable"]), 4) if scores["answerable"] else None,
+        }
+    model.notes = {
+        "fitted_on": f"{len(dev)} dev items: {len(hybrid['answerable'])} answerable, "
+                     f"{len(hybrid['unanswerable'])} unanswerable, {len(hybrid['near_miss'])} near misses",
+        "rule": f"abstain when confidence < threshold; threshold abstains on the most negatives with at most "
+                f"{max_wrongly_abstained:.0%} of answerable dev items abstained",
+        "dev_figures": figures,
+    }
+    return model
+
+
+def run_calibration(eval_file: Path, *, collections=None, embedder=None, index=None,
+                    target: Path | None = None) -> tuple[ConfidenceModel, Path]:
+    """Calibrate on the dev split of `eval_file` and save the model; returns it and where it went."""
+    from ..api import Helper
+
+    items = load_eval_set(eval_file, split="dev")
+    if not items:
+        raise ConfigError(f"{eval_file}: no dev items to calibrate on")
+    with eval_index(index, collections, embedder) as where:
+        helper = Helper.load(where, embedder=embedder, user_bank=False)
+        filter_collections = list(collections) if (collections and index is not None) else None
+        model = calibrate(helper, items, collections=filter_collections)
+    return model, save_model(model, target)

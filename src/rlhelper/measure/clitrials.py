@@ -1,0 +1,262 @@
+"""Attacks on the CLI and ingest, for `rlhelper bench reliability` (issue 17; the web's are webtrials.py).
+
+    cli_trials(work, env) -> [CliTrial]
+      escapes   hostile file names, headings and an LLM reply of ESC[2J / ESC]0;title BEL through
+                `ask` on a pty: characters a terminal would act on (click's colours aside)
+      llm       a model server replying garbage, keep-alives forever, 50 MB: `ask --llm` ends in
+                bounded time with a notice, no traceback, a bounded output
+      giant     a 1 MB single-heading document: `ask` prints a bounded quote and where the rest is
+      symlinks  links out of the folder and a link loop: not indexed, named by ingest and by info
+      sections  twin linking of pages of 2,000 and 6,000 sections: peak memory (tracemalloc)
+
+Observations, not verdicts (as in trials.py); reliability.py lays them out. Every CLI run is a real
+`rlhelper` subprocess; the model server is a small HTTP server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import subprocess
+import threading
+import time
+import tracemalloc
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+
+from .faults import rlhelper_command
+from .trials import run_cli
+
+# What a terminal acts on, once click's own colours (SGR: ESC [ ... m) are taken out.
+TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CLICK_STYLE = re.compile(r"\x1b\[[0-9;]*m")
+ESCAPING_REPLY = "\x1b[2J\x1b]0;owned title\x07Run `cool --down` to cool the zorblax flux capacitor \u202e[1]\u202c."
+QUESTION = "zorblax flux capacitor overheats"
+
+
+@dataclass
+class CliTrial:
+    name: str
+    tried: str
+    held: int
+    total: int
+    figures: str
+    problems: list[str]
+
+
+def run_in_pty(args: list[str], env: dict, stdin: bytes = b"", timeout: float = 120) -> tuple[int, str]:
+    """`rlhelper ARGS` with stdout and stderr on a pty (click keeps its colours, as on a user's
+    terminal) and stdin from a pipe; everything the terminal received, as text."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen(rlhelper_command(*args), stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    received = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                proc.kill()
+                raise TimeoutError(f"rlhelper {args[0]} did not end within {timeout} s")
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the pty
+                break
+            if not data:
+                break
+            received += data
+        returncode = proc.wait(timeout=10)
+    finally:
+        os.close(master)
+    return returncode, received.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+
+def acted_on(screen: str) -> list[str]:
+    """The characters of `screen` a terminal would act on, click's colours aside."""
+    return TERMINAL_CONTROLS.findall(CLICK_STYLE.sub("", screen))
+
+
+class ModelServer:
+    """An OpenAI-compatible endpoint on 127.0.0.1 that misbehaves as told: "escapes" (a streamed
+    reply full of terminal controls), "garbage" (a body that is not JSON), "keepalive" (SSE comments
+    every second, never an answer), "flood" (a 50 MB streamed reply)."""
+
+    def __init__(self, mode: str):
+        self.mode, self.stop = mode, threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    server.answer(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading: what it should do
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http.daemon_threads = True
+        threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def answer(self, handler: BaseHTTPRequestHandler) -> None:
+        if self.mode == "garbage":
+            body = b"<html><body>502 Bad Gateway</body></html>\xff"
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+
+        def event(text: str) -> None:
+            chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+            handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            handler.wfile.flush()
+
+        if self.mode == "keepalive":
+            while not self.stop.wait(1.0):
+                handler.wfile.write(b": keep-alive\n\n")
+                handler.wfile.flush()
+            return
+        if self.mode == "flood":
+            piece = "Run `cool --down` [1]. " * 200
+            for _ in range(50_000_000 // len(piece)):
+                event(piece)
+        else:
+            for start in range(0, len(ESCAPING_REPLY), 6):
+                event(ESCAPING_REPLY[start:start + 6])
+        handler.wfile.write(b"data: [DONE]\n\n")
+
+    def close(self) -> None:
+        self.stop.set()
+        self._http.shutdown()
+        self._http.server_close()
+
+
+def write_hostile_docs(folder: Path) -> Path:
+    """Hostile names and headings, a 1 MB single-heading document, links out of the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "evil\x1b]0;pwned\x07\u202egnp\x9b2J.md").write_text(
+        "# Zorblax \x1b[2J guide \u202eevil\u202c\n\n## Zorblax flux capacitor overheats\n\n"
+        "Run `cool --down` to fix the zorblax flux capacitor.\n", encoding="utf-8")
+    body = "\n".join(f"Line {n}: the quasar reactor vents plasma through manifold {n % 97} when hot."
+                     for n in range(14_000))
+    (folder / "giant.md").write_text(f"# Quasar reactor venting plasma\n\n{body}\n", encoding="utf-8")
+    (folder / "passwd.md").symlink_to("/etc/passwd")
+    (folder / "loop.md").symlink_to("loop.md")
+    return folder
+
+
+def _escapes(index: Path, env: dict) -> CliTrial:
+    server = ModelServer("escapes")
+    try:
+        runs = [run_in_pty(["ask", "--index", str(index), QUESTION], env),
+                run_in_pty(["ask", "--index", str(index), "--llm", "--llm-base-url", server.url, "--llm-model", "m",
+                            QUESTION], env)]
+    finally:
+        server.close()
+    seen = [acted_on(screen) for _, screen in runs]
+    held = sum(code == 0 and not controls for (code, _), controls in zip(runs, seen, strict=True))
+    return CliTrial("escapes", "hostile names/headings and an LLM reply of ESC[2J, OSC title, U+202E on a pty",
+                    held, 2, f"{sum(map(len, seen))} characters reached the terminal that it would act on",
+                    [f"acted on: {c!r}" for c in seen if c])
+
+
+def _llm(index: Path, env: dict) -> CliTrial:
+    figures, problems, held = [], [], 0
+    for mode in ("garbage", "keepalive", "flood"):
+        server = ModelServer(mode)
+        started = time.monotonic()
+        try:
+            proc = run_cli(["ask", "--index", str(index), "--llm", "--llm-base-url", server.url, "--llm-model", "m",
+                            "--llm-timeout", "2", QUESTION], {**env, "RLHELPER_LLM_ANSWER_DEADLINE": "3"}, timeout=120)
+        finally:
+            server.close()
+        seconds = time.monotonic() - started
+        noted = any(line.startswith("note: ") and "LLM" in line for line in proc.stderr.splitlines())
+        ok = proc.returncode == 0 and "Traceback" not in proc.stderr and noted and len(proc.stdout) < 100_000
+        held += ok
+        figures.append(f"{mode} {seconds:.1f} s, {len(proc.stdout) / 1000:.1f} KB")
+        if not ok:
+            problems.append(f"{mode}: exit {proc.returncode}, {proc.stderr[-300:]!r}")
+    return CliTrial("llm", "model replies: not JSON, keep-alives forever (deadline 3 s), 50 MB", held, 3,
+                    "; ".join(figures) + " (whole command)", problems)
+
+
+def _giant(index: Path, env: dict, warned: bool) -> CliTrial:
+    started = time.monotonic()
+    proc = run_cli(["ask", "--index", str(index), "quasar reactor vents plasma"], env)
+    seconds = time.monotonic() - started
+    ok = proc.returncode == 0 and "The entry continues:" in proc.stdout and len(proc.stdout) < 10_000 and warned
+    return CliTrial("giant", "a 1 MB single-heading document, then `rlhelper ask`", int(ok), 1,
+                    f"{len(proc.stdout) / 1000:.1f} KB printed in {seconds:.1f} s; ingest "
+                    f"{'warned' if warned else 'did not warn'} about the section",
+                    [] if ok else [f"exit {proc.returncode}, {len(proc.stdout)} characters"])
+
+
+def _symlinks(index: Path, env: dict, ingested: subprocess.CompletedProcess) -> CliTrial:
+    from ..index.store import Index
+
+    skipped = [line for line in ingested.stderr.splitlines() if line.startswith("skipped: ")]
+    named = [name for name in ("passwd.md", "loop.md") if any(name in line for line in skipped)]
+    docs = {e.doc for e in Index.load(index).entries}
+    info = run_cli(["info", "--index", str(index)], env)
+    status = next((line for line in info.stdout.splitlines() if line.startswith("status")), "")
+    checks = [len(named) == 2, "passwd.md" not in docs, "skipped" in status and "passwd.md" in info.stdout]
+    return CliTrial("symlinks", "passwd.md -> /etc/passwd and a link loop in a docs folder", sum(checks), 3,
+                    f"indexed {len(docs)} documents; ingest named {', '.join(named) or 'none'}; info: "
+                    f"{status.split(';')[-1].strip()[:50]}", [] if all(checks) else [ingested.stderr[-300:]])
+
+
+def _sections() -> CliTrial:
+    from ..ingest import twins
+    from ..schema import Entry
+
+    figures, held = [], 0
+    for sections in (twins.MAX_SECTIONS, 6000):
+        entries = [Entry(id=f"{doc}#{n}", collection="c", doc=doc, doc_title=doc, framework="verl", lang="en",
+                         breadcrumb=[f"s{n}"], heading=f"s{n}", anchor="", line_start=n + 1, line_end=n + 1,
+                         text=f"set option_{n} to {n + 10}") for doc in ("a.md", "b.md") for n in range(sections)]
+        base = np.random.default_rng(0).standard_normal((sections, 32)).astype(np.float32)
+        vectors = np.concatenate([base, base])
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        tracemalloc.start()
+        try:
+            linked = twins.link(entries, vectors)
+            peak = tracemalloc.get_traced_memory()[1] / 1e6
+        finally:
+            tracemalloc.stop()
+        held += peak < 160 and linked == (sections if sections <= twins.MAX_SECTIONS else 0)
+        figures.append(f"{sections:,} sections a page: {linked:,} linked, peak {peak:.0f} MB")
+    return CliTrial("sections", "twin linking of two copies of a page of 2,000 and of 6,000 sections", held, 2,
+                    "; ".join(figures), [] if held == 2 else figures)
+
+
+def cli_trials(work: Path, env: dict, skip=()) -> list[CliTrial]:
+    docs = write_hostile_docs(work / "hostile-docs")
+    index = work / "hostile-index"
+    ingested = run_cli(["ingest", "--index", str(index), str(docs)], {**env, "RLHELPER_MAX_TOKENS": "60000"})
+    if ingested.returncode != 0:
+        return [CliTrial("escapes", "a hostile docs folder", 0, 1, "", [f"ingest failed: {ingested.stderr[-300:]}"])]
+    warned = "holds 1," in ingested.stderr and "giant.md" in ingested.stderr
+    steps = {"escapes": lambda: _escapes(index, env), "llm": lambda: _llm(index, env),
+             "giant": lambda: _giant(index, env, warned), "symlinks": lambda: _symlinks(index, env, ingested),
+             "sections": _sections}
+    return [step() for name, step in steps.items() if name not in skip]

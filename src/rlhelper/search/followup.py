@@ -1,0 +1,100 @@
+"""Follow-up messages in a conversation: "what about verl?" after a question about SkyRL.
+
+    is_short(message)                    -> few enough words to lean on the question before it
+    has_cue(message)                     -> starts like a follow-up ("what about", "and", "那…呢"),
+                                            points back ("that", "the same", "这个") or is only a name
+    names_only(message)                  -> its only words are framework or engine names ("sglang?")
+    read_with(message, previous_query)   -> the text to search: the previous question, minus the
+                                            framework or engine the message replaces, then the message
+    framework_named(message)             -> the one framework it names, searched alone (a filter)
+    in_heading(message, entry)           -> whether the entry found is about what the message adds
+
+Searched alone, such a message has too few words to find anything, or finds an entry
+that merely names the framework ("Installing SkyRL"). Read with the question before it,
+it asks that question again about another framework, engine or detail. The caller
+decides when to (api.Helper.ask): a message with a cue always, another short one only
+when it matches nothing alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..index import lexical
+
+MAX_WORDS = 8  # a longer message is a question of its own
+
+# How follow-ups start (or, in Chinese, end: "…呢？").
+_CUE = re.compile(
+    r"^\s*(?:what about|how about|and|what if|same|also|instead|but (?:for|in|on|with)|那么?|如果是|换成|还有)\b|"
+    r"呢\s*[?？]?\s*$",
+    re.IGNORECASE,
+)
+# A fragment that only adds a circumstance ("on multiple nodes?", "with tp=8?", "在多机上呢"): it
+# continues the question before, it asks nothing alone.
+_FRAGMENT = re.compile(r"^\s*(?:on|with|in|for|using|under|without|when|during|at|across|在|用|使用)\b", re.IGNORECASE)
+MAX_FRAGMENT_WORDS = 4
+# Words that point back at the question before: "that", "the same", "the slime equivalent",
+# "…then?", "这个". A short message holding one has nothing to search without what it points at.
+_POINTS_BACK = re.compile(
+    r"\b(?:that|this|these|those|same|equivalent|instead)\b|\b(?:too|then|tho|though)\s*[?？.!]*\s*$|"
+    r"这个|这几个|这些|那个|同样|一样",
+    re.IGNORECASE,
+)
+# Names a follow-up can swap: one framework for another, one rollout engine for another.
+_GROUPS = [("verl", "skyrl", "slime", "rlinf"), ("sglang", "vllm")]
+_NAMES = frozenset(name for group in _GROUPS for name in group)
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in lexical.tokenize(text) if w not in lexical.CHINESE_FUNCTION_WORDS]
+
+
+def is_short(message: str) -> bool:
+    return 0 < len(_words(message)) <= MAX_WORDS
+
+
+def has_cue(message: str) -> bool:
+    """Starts like a follow-up, points back at the question before, or is only a name ("skyrl?")."""
+    return bool(_CUE.search(message) or _POINTS_BACK.search(message)) or names_only(message) or is_fragment(message)
+
+
+def is_fragment(message: str) -> bool:
+    """A few words that start with a preposition ("on multiple nodes?"): a circumstance added to the
+    question before, not a question of its own."""
+    return bool(_FRAGMENT.search(message)) and len(_words(message)) <= MAX_FRAGMENT_WORDS
+
+
+def names_only(message: str) -> bool:
+    """Whether the message's only words are framework or engine names ("and with sglang?"):
+    alone it asks nothing, so it can only mean the question before, moved there."""
+    words = _words(message)
+    return bool(words) and all(w in _NAMES for w in words)
+
+
+def read_with(message: str, previous_query: str) -> str:
+    """The previous question with the names the message replaces taken out, then the message."""
+    named = {w.lower() for w in re.findall(r"[A-Za-z]+", message)}
+    for group in _GROUPS:
+        if named & set(group):
+            previous_query = re.sub(rf"(?i)\b(?:{'|'.join(group)})\b", " ", previous_query)
+    return f"{' '.join(previous_query.split())}\n{message.strip()}"
+
+
+def framework_named(message: str) -> str | None:
+    """The one framework a follow-up names ("what about slime?"): the question is now about it."""
+    named = {w.lower() for w in re.findall(r"[A-Za-z]+", message)} & set(_GROUPS[0])
+    return named.pop() if len(named) == 1 else None
+
+
+def in_heading(message: str, entry) -> bool:
+    """Whether a word of the message is in the entry's headings: the entry is about what the
+    message adds ("on multiple nodes?" -> "Weight Sync Failures in Multi-Node"), not merely the
+    next-best answer to the previous question ("ok it works now")."""
+    heading = set(lexical.tokenize(" ".join([*entry.breadcrumb[1:], entry.heading])))  # not the doc title
+    return any(w in heading for w in _words(message) if w not in _NAMES)  # a name is a filter, not a topic
+
+
+def knows_a_word(message: str, vocabulary) -> bool:
+    """Whether the message holds a word the docs use: "thanks" and "bake bread" do not."""
+    return any(w in vocabulary for w in _words(message))

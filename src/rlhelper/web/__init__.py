@@ -1,0 +1,2 @@
+"""The web chat (Gradio), its load test and its attack trials.
+"""
