@@ -17,8 +17,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from rlhelper import Helper
+from rlhelper.answer.model import Answer
 from rlhelper.errors import IndexMissingError, QueryError
-from rlhelper.schema import Answer, Hit, title_trail
+from rlhelper.schema import Hit, title_trail
 from rlhelper.search.retrieve import Retrieval
 
 WAKE_UP = "RuntimeError: wake_up timed out after 60s"
@@ -115,7 +116,7 @@ def test_an_exact_error_is_a_plain_answer_not_a_weak_match(wake_up):
 
 def test_answers_in_the_calibrated_weak_band_are_flagged(seeds_index):
     helper = Helper.load(seeds_index)
-    retriever = helper._retriever
+    retriever = helper.retriever
     shipped = retriever.confidence_model
     found = helper.retrieve(WAKE_UP)
     # A ceiling just above this answer's confidence puts it in the band; just below, not.

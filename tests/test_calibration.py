@@ -29,10 +29,10 @@ def test_near_misses_hide_every_answering_entry(seeds_index, dev_items):
     item = next(i for i in dev_items if i.answerable)
     hidden = calibration.answering_rows(helper.entries, item.expected)
     assert hidden.any()
-    allowed = helper._retriever.allowed_mask() & ~hidden
+    allowed = helper.retriever.allowed_mask() & ~hidden
     from rlhelper.search.query import normalize_query
 
-    ranking = helper._retriever.rank(normalize_query(item.query), allowed)
+    ranking = helper.retriever.rank(normalize_query(item.query), allowed)
     assert not any(hidden[row] for row, _ in ranking.fused)
 
 

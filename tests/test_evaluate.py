@@ -353,7 +353,7 @@ def test_chart_adds_an_abstention_panel_only_for_sets_with_unanswerable_items(re
 
 def test_thresholds_record_the_helpers_override(eval_file):
     helper = FakeHelper()
-    helper._retriever = SimpleNamespace(threshold=0.4)
+    helper.retriever = SimpleNamespace(threshold=0.4)
     result = ev.run_eval(eval_file, helper=helper, modes=("hybrid", "dense"))
     assert result.thresholds == {"hybrid": 0.4, "dense": 0.4}
     assert ev.baseline_of(result)["abstain_threshold"] == 0.4

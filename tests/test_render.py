@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlhelper.answer import html as render
-from rlhelper.answer.extractive import RELATED_SHOWN, build_answer, citation_for
+from rlhelper.answer.extractive import build_answer, citation_for
+from rlhelper.answer.model import RELATED_SHOWN
 from rlhelper.schema import Entry, Hit
 
 EVIL = (Path(__file__).parent / "hostile" / "evil.md").read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ def test_a_pasted_error_finds_its_entry_first(helper):
 
 
 def test_hybrid_uses_both_rankings_and_weighs_lexical_more(helper):
-    r = helper._retriever
+    r = helper.retriever
     normalized = normalize_query("Weight sync timed out between the trainer and the inference engine")
     ranking = r.rank(normalized, r.allowed_mask())
     assert ranking.lex_ids and ranking.dense_ids
@@ -74,8 +74,8 @@ def test_documented_errors_are_answered(helper, query):
 
 def test_lexical_and_dense_modes_use_one_retriever_each(helper):
     query = "Gloo timed out waiting for recv operation"
-    lexical = helper._retriever.search(query, mode="lexical")
-    dense = helper._retriever.search(query, mode="dense")
+    lexical = helper.retriever.search(query, mode="lexical")
+    dense = helper.retriever.search(query, mode="dense")
     assert all(h.dense_rank is None for h in lexical.hits)
     assert all(h.lexical_rank is None for h in dense.hits)
     assert lexical.signals is not None and dense.signals is not None  # both judged by the same evidence

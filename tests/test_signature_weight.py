@@ -41,7 +41,7 @@ def test_the_message_detail_is_kept_apart():
 
 @pytest.mark.parametrize("log", [VERL_ROLLOUT, SKYRL_TRAINING])
 def test_bm25_does_not_lead_with_the_crash_that_is_not_an_oom(helper, log):
-    retriever = helper._retriever
+    retriever = helper.retriever
     normalized = normalize_query(log)
     terms = QueryTerms.of(normalized, retriever.corrector)
     assert "capacity" not in terms.tokens and terms.extra["capacity"] < 1  # a detail word weighs less

@@ -49,8 +49,8 @@ def test_a_misspelt_question_is_answered_not_abstained(seeds_index):
     helper = Helper.load(seeds_index)
     answer = helper.ask("out of memroy durnig rolout with vlm")
     assert not answer.abstained and answer.citations[0].heading == "OOM during rollout (vLLM)"
-    terms = helper._retriever.rank(normalize_query("out of memroy durnig rolout"),
-                                   helper._retriever.allowed_mask()).terms
+    terms = helper.retriever.rank(normalize_query("out of memroy durnig rolout"),
+                                   helper.retriever.allowed_mask()).terms
     tokens, words = terms.as_meant()  # what the abstention signals weigh
     assert {"memory", "during", "rollout"} <= set(words) and "memroy" not in tokens
 
@@ -58,7 +58,7 @@ def test_a_misspelt_question_is_answered_not_abstained(seeds_index):
 def test_a_misspelt_question_finds_its_entry(seeds_index):
     helper = Helper.load(seeds_index)
     assert helper.search("ilegal memroy acess", k=1)[0].entry.heading == "Illegal memory access"
-    retriever = helper._retriever
+    retriever = helper.retriever
     terms = retriever.rank(normalize_query("ilegal memroy acess"), retriever.allowed_mask()).terms
     assert {"illegal", "memory", "access"} <= set(terms.extra)  # searched as hints; the typed words stay
     assert {"ilegal", "memroy", "acess"} <= set(terms.words)
@@ -69,6 +69,6 @@ def test_a_misspelt_framework_name_still_points_at_its_framework(seeds_index):
     assert helper.search("weight sync timeout", k=1)[0].entry.framework != "slime"
     hinted = [hit.entry.framework for hit in helper.search("weight sync timeout in skime", k=3)]
     assert hinted[0] == "slime" and hinted.count("slime") >= 2, hinted  # SkyRL's exact match may stay third
-    retriever = helper._retriever
+    retriever = helper.retriever
     terms = retriever.rank(normalize_query("gloo timeout in rilnf"), retriever.allowed_mask()).terms
     assert terms.misspelt_frameworks() == {"rlinf": 0.5}

@@ -208,7 +208,7 @@ def test_example_prompt_in_chinese(page, seeds_url):
 
 def test_a_weak_match_is_quoted_with_its_notice(page, seeds_index, tmp_path):
     helper = Helper.load(index=seeds_index)
-    retriever = helper._retriever  # a weak band that reaches the top: every answer is a weak match
+    retriever = helper.retriever  # a weak band that reaches the top: every answer is a weak match
     retriever.confidence_model = dataclasses.replace(retriever.confidence_model, weak_ceilings={"hybrid": 1.0})
     app, url = web.start(helper, port=loadtest.free_port(), feedback_db=tmp_path / "f.sqlite3")
     try:

@@ -11,8 +11,8 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from rlhelper.answer.extractive import RELATED_SHOWN
 from rlhelper.answer.llm import LLMSettings
+from rlhelper.answer.model import RELATED_SHOWN
 from rlhelper.api import Helper
 from rlhelper.errors import IndexCorruptError
 from rlhelper.measure.feedback import FeedbackStore

@@ -38,7 +38,7 @@ def main() -> None:
         for name, file, index in SETS:
             helper = helpers[index or "seeds"]
             found = collect(helper, load_eval_set(EVAL / file, split="dev"), "hybrid")
-            model = helper._retriever.confidence_model
+            model = helper.retriever.confidence_model
             print(f"{name}: {len(found['answerable'])} answerable, {len(found['unanswerable'])} unanswerable, "
                   f"{len(found['near_miss'])} near misses; AUROC vs unanswerable / vs near misses")
             for signal in [*names, "confidence"]:

@@ -96,7 +96,7 @@ class Study:
 
     def __init__(self):
         self.helper = seeds_helper()
-        self.retriever = self.helper._retriever
+        self.retriever = self.helper.retriever
         self.entries = self.helper.entries
         self.allowed = self.retriever.allowed_mask()
         self.items = []
@@ -665,7 +665,7 @@ def convex(study: Study) -> None:
 
 def _scored_rows(helper, items):
     """Per item: the shipped ranking, BM25 scores and cosines of the candidates."""
-    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    retriever, allowed = helper.retriever, helper.retriever.allowed_mask()
     rows = []
     for item in items:
         normalized = normalize_query(item.query)
@@ -680,7 +680,7 @@ def _scored_rows(helper, items):
 
 
 def _ranked(helper, rows, fuse) -> str:
-    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    retriever, allowed = helper.retriever, helper.retriever.allowed_mask()
     ranks = []
     for item, normalized, ranking, lexical_scores, dense_scores in rows:
         fused = fuse(ranking, lexical_scores, dense_scores)
@@ -731,7 +731,7 @@ def _official_rows(model):
     """The default index, and per official dev item: the item, its query, its shipped ranking
     and `model`'s top 50 entries."""
     helper = Helper.load(ROOT / "index" / "default")
-    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    retriever, allowed = helper.retriever, helper.retriever.allowed_mask()
     vectors = embed_entries(model, helper.entries)
     rows = []
     for item in _official_dev():
@@ -744,7 +744,7 @@ def _official_rows(model):
 
 def _official_fused(helper, rows, pick, weights) -> list:
     """First relevant rank per row of the rankings `pick(ranking, other_ids)` fused as shipped."""
-    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    retriever, allowed = helper.retriever, helper.retriever.allowed_mask()
     ranks = []
     for item, normalized, ranking, other in rows:
         fused = reciprocal_rank_fusion(pick(ranking, other), k=10, weights=weights)
@@ -798,7 +798,7 @@ def heading_text(study: Study) -> None:
 
     official = Helper.load(ROOT / "index" / "default")
     for name, helper, items in (("seeds", study.helper, dev_items()), ("official", official, _official_dev())):
-        retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+        retriever, allowed = helper.retriever, helper.retriever.allowed_mask()
         bodies = embedder.embed_documents([entry_texts(e)[1] for e in helper.entries])
         variants = [heading_variants(e) for e in helper.entries]
         queries = [(item, normalize_query(item.query)) for item in items]
@@ -867,7 +867,7 @@ def framework_boost(study: Study) -> None:
     shipped = retrieve.FRAMEWORK_BOOST
     official = Helper.load(ROOT / "index" / "default")
     for name, helper, items in (("seeds", study.helper, dev_items()), ("official", official, _official_dev())):
-        retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+        retriever, allowed = helper.retriever, helper.retriever.allowed_mask()
         queries = [(item, normalize_query(item.query)) for item in items]
         for strength in (1.0, 1.5, 2.0, 3.0):
             retrieve.FRAMEWORK_BOOST = strength
@@ -891,7 +891,7 @@ def _ranks_with(helper, items, patch: dict) -> list:
     from rlhelper.search import retrieve
 
     saved = {name: getattr(retrieve, name) for name in patch}
-    retriever, allowed = helper._retriever, helper._retriever.allowed_mask()
+    retriever, allowed = helper.retriever, helper.retriever.allowed_mask()
     try:
         for name, value in patch.items():
             setattr(retrieve, name, value)

@@ -6,7 +6,8 @@ LangChain load only when something needs them.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
+
 __all__ = ["Helper", "__version__"]
 
 

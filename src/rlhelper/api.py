@@ -23,8 +23,9 @@ from pathlib import Path
 
 from . import config
 from .answer.extractive import FRAMEWORK_NAMES, build_answer
+from .answer.model import Answer
 from .errors import QueryError
-from .schema import Answer, Entry, Hit
+from .schema import Entry, Hit
 from .search import followup
 from .search.retrieve import Retrieval, Retriever
 
@@ -37,7 +38,7 @@ class Helper:
         self.index = index
         self.embedder_spec = embedder_spec or index.embedder_id
         self.user_bank = _user_bank(user_bank)
-        self._retriever = Retriever(index, self._make_embedder, threshold=abstain_threshold,
+        self.retriever = Retriever(index, self._make_embedder, threshold=abstain_threshold,
                                     user_bank=self.user_bank)
 
     @classmethod
@@ -61,7 +62,7 @@ class Helper:
         """
         from .index.store import Index  # numpy + faiss: imported on load, not on `import rlhelper`
 
-        path = _resolve_index_path(index)
+        path = config.resolve_index(index)
         loaded = Index.load(path, expected_embedder=embedder)
         loaded.check_current()
         return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold, user_bank=user_bank)
@@ -87,7 +88,7 @@ class Helper:
         """Full search result: hits, normalised query, truncation, abstention and its confidence.
         `exclude`: entry ids whose sections to leave out."""
         filters = self.filters(framework=framework, collection=collection, lang=lang)
-        return self._retriever.search(query, k=k, mode=mode, exclude=exclude, **filters)
+        return self.retriever.search(query, k=k, mode=mode, exclude=exclude, **filters)
 
     def filters(self, *, framework=None, collection=None, lang=None) -> dict:
         """Filter values as the index spells them (any case accepted). A value the index does not
@@ -193,7 +194,8 @@ class Helper:
 
     def _changed_sources(self, answer: Answer) -> list[str]:
         """A notice per cited document edited since the build: its cited line numbers may be off."""
-        from .index.store import changed_since_build, rebuild_hint
+        from .index.store import rebuild_hint
+        from .ingest.changes import changed_since_build
 
         notices = []
         for collection, doc in dict.fromkeys((c.collection, c.doc) for c in answer.citations):  # once each
@@ -214,7 +216,7 @@ class Helper:
     def _outside_the_filters(self, query: str, mode: str) -> list[str]:
         """When a filtered search finds nothing, whether the whole index has an answer: a filter
         chosen for the last question should not hide the entry that answers this one."""
-        unfiltered = self._retriever.search(query, k=1, mode=mode)
+        unfiltered = self.retriever.search(query, k=1, mode=mode)
         if unfiltered.abstained or not unfiltered.hits:
             return []
         e = unfiltered.hits[0].entry
@@ -294,13 +296,6 @@ def _learnable_entries(answer: Answer) -> list[Entry]:
     return sorted((h.entry for h in answer.hits), key=lambda e: e.id != lead)
 
 
-def _resolve_index_path(index: str | Path | None) -> Path:
-    if index is None:
-        return config.index_path()
-    path = Path(index)
-    if path.exists() or path.is_absolute() or len(path.parts) > 1:
-        return path
-    return config.index_path(str(index))  # a bare name: index/<name>
 
 
 class Conversation:

@@ -66,6 +66,17 @@ def index_path(name: str | None = None) -> Path:
     return index_root() / (name or setting("index_name", default=DEFAULT_INDEX_NAME))
 
 
+def resolve_index(index: str | Path | None) -> Path:
+    """The index folder `index` names: None is the default index, a bare name is index/<name>,
+    anything else is a path."""
+    if index is None:
+        return index_path()
+    path = Path(index)
+    if path.exists() or path.is_absolute() or len(path.parts) > 1:
+        return path
+    return index_path(str(index))
+
+
 def data_dir() -> Path:
     """Per-user state (feedback database)."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")

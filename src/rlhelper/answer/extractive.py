@@ -21,8 +21,9 @@ import re
 import textwrap
 from collections.abc import Iterable
 
-from ..index.lexical import has_han
-from ..schema import MAX_QUOTED_CHARS, Answer, AnswerPart, Citation, Entry, Hit, title_trail
+from ..schema import MAX_QUOTED_CHARS, Entry, Hit, title_trail
+from .language import ALSO_RELEVANT, language_of
+from .model import RELATED_SHOWN, Answer, AnswerPart, Citation
 
 # Label words seen in the shipped docs, grouped by what they introduce.
 # Collected with: grep -ohE '^\*\*[^*]{1,30}[:：]?\*\*[:：]?' ingest/*/*
@@ -45,16 +46,9 @@ TIE_RATIO = 0.99
 MAX_CITED = 2
 WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
                      "often score as high; check that it fits your case.")
-RELATED_SHOWN = 3  # runners-up listed under an answer (all hits are listed when abstaining)
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
 # A question asked in Chinese is answered with Chinese labels (the quoted doc text stays as written).
 KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复", "text": ""}
-ALSO_RELEVANT = {"en": "Also relevant: ", "zh": "另见："}
-
-
-def language_of(query: str) -> str:
-    """"zh" for a question written in Chinese (any Han character), else "en": the answer's labels."""
-    return "zh" if has_han(query or "") else "en"
 # Training frameworks as their docs spell them; query.detect_frameworks keys them in lower case.
 FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
 NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
@@ -122,12 +116,6 @@ def cited_hits(hits: list[Hit]) -> list[Hit]:
         return []
     best = hits[0].score
     return [h for h in hits[:MAX_CITED] if best <= 0 or h.score >= best * TIE_RATIO]
-
-
-def runners_up(answer: Answer) -> list[Hit]:
-    """Hits the answer does not quote, best first: worth a look, not vouched for."""
-    cited = {c.entry_id for c in answer.citations}
-    return [h for h in answer.hits if h.entry.id not in cited][:RELATED_SHOWN]
 
 
 def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit], indexed: Iterable[str]) -> str | None:

@@ -19,12 +19,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from ..ingest.twins import label as twin_label
-from ..ingest.twins import worth_naming
-from ..schema import Answer, Citation, Entry, Hit, title_trail
-from .extractive import ALSO_RELEVANT, language_of, runners_up
-from .sources import collection_note, short_trail, upstream
+from ..schema import Entry, Hit, title_trail
+from .language import ALSO_RELEVANT, language_of
+from .sources import collection_note, short_trail, twin_label, twin_worth_naming, upstream
+
+if TYPE_CHECKING:  # Answer._repr_html_ imports this module: the model is only named here
+    from .model import Answer, Citation
 
 MAX_QUERY_ECHO = 2000  # characters of the user's query shown back in the chat
 
@@ -491,7 +493,7 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
     if also_at:
         places = ", ".join(esc(f"{a.get('doc', '')}:{a.get('line_start', '')}") for a in also_at[:5])
         also = f'<div class="rl-muted">Also at {places}</div>'
-    for twin in [t for t in twins or [] if worth_naming(t, heading, lang)]:  # in another language or version
+    for twin in [t for t in twins or [] if twin_worth_naming(t, heading, lang)]:  # in another language or version
         where = esc(f"{twin['doc']}:{twin['line_start']}")
         also += (f'<div class="rl-muted rl-twin">{esc(twin_label(twin, lang).capitalize())}: '
                  f'{link(twin.get("url"), esc(twin["heading"]))} ({where})</div>')
@@ -657,7 +659,7 @@ def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
         if final:
             parts.append(sources_html(answer.citations, _entries_of(answer, entry_for),
                                       {h.entry.id: h.matched_question for h in answer.hits}))
-            parts.append(related_block_html(runners_up(answer), "Also related (not quoted above)"))
+            parts.append(related_block_html(answer.runners_up(), "Also related (not quoted above)"))
         else:
             parts.append('<div class="rl-muted rl-pending">…</div>')
     return in_language(f'<div class="rl-answer">{"".join(parts)}</div>', language_of(answer.query))

@@ -28,9 +28,10 @@ from functools import lru_cache
 
 from .. import config
 from ..errors import ConfigError, RlhelperError
-from ..schema import Answer, Citation, Hit, title_trail
+from ..schema import Hit, title_trail
 from .extractive import citation_for, no_match_text
 from .grounding import check_citations, unverified_tokens
+from .model import Answer, Citation
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 # Local servers ignore the key but the OpenAI client insists on one; "EMPTY" is vLLM's convention.

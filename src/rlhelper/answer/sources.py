@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ..index.lexical import has_han
 from ..schema import title_trail
 
 _GITHUB = re.compile(r"^https://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?:blob|tree)/[^/\s]+/(?P<path>[^#?\s]+)")
@@ -61,3 +62,26 @@ def upstream(url: str | None) -> str:
 
 def collection_note(name: str) -> str:
     return COLLECTION_NOTES.get(name, f"Your collection “{name}”: documents you ingested") if name else ""
+
+
+# --- twins: the same section in another language or version (ingest.twins links them) ---
+
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
+
+
+def twin_label(twin: dict, lang: str) -> str:
+    """How a twin of a section in `lang` is introduced: "also in English", or "another version"."""
+    if twin.get("lang") and twin["lang"] != lang:
+        return f"also in {LANGUAGE_NAMES.get(twin['lang'], twin['lang'])}"
+    return "another version"
+
+
+def twin_worth_naming(twin: dict, heading: str, lang: str) -> bool:
+    """Whether a twin in another language tells the reader something: not when its title is this
+    one's again, or is written in this entry's language (a Chinese page that kept the English title)."""
+    if not twin.get("lang") or twin["lang"] == lang:
+        return True  # another version of the page
+    other = " ".join(str(twin.get("heading", "")).split())
+    if other.casefold() == " ".join(heading.split()).casefold():
+        return False
+    return has_han(other) != (lang == "zh")

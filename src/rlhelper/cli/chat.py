@@ -44,8 +44,8 @@ from ..errors import RlhelperError
 from ..ingest.parse.inline import clean_text
 
 if TYPE_CHECKING:
+    from ..answer.model import Answer
     from ..api import Helper
-    from ..schema import Answer
 
 PASTE_GAP = 0.05  # seconds: lines arriving closer together than this belong to one paste
 PROMPT = "rlhelper> "

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from .. import __version__
 from ..errors import DocumentError, RlhelperError
+from ..version import __version__
 
 # Filters shared by ask / search / eval.
 _filters = [
@@ -154,7 +154,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
     \b
       rlhelper ingest --github verl-project/verl --since 2025-01-01
     """
-    from ..api import _resolve_index_path
+    from .. import config
     from ..ingest.pipeline import NOTHING_TO_INDEX
     from ..ingest.pipeline import ingest as run_ingest
     from ..ingest.status import counted
@@ -169,7 +169,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         writer = BankWriter.resolve(settings, concurrency=llm_concurrency, deadline=llm_deadline)
     documents = _github_documents(github, paths, collection, since, labels, github_api_url, github_token_env,
                                   github_export, include_unresolved)
-    target = _resolve_index_path(index) if index else None
+    target = config.resolve_index(index) if index else None
     bar_state = {}
     from .. import config
 
@@ -229,10 +229,10 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
 def info(index, as_json):
     """What an index holds (collections, entries, embedder) and whether its documents changed since."""
-    from ..api import _resolve_index_path
+    from .. import config
     from ..ingest.status import index_info, render_info
 
-    described = index_info(_resolve_index_path(index))
+    described = index_info(config.resolve_index(index))
     from ..ingest.parse.inline import drop_controls
 
     click.echo(json.dumps(described.to_dict(), ensure_ascii=False, indent=2) if as_json
@@ -507,9 +507,10 @@ def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
     """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile
     queries, fuzzing, load, web and CLI attacks) and print what was tried and what held; exit 1 if anything did not."""
     from ..measure.reliability import format_report, run_reliability
+    from ..web.trials import RELIABILITY_STEPS
 
     rows = run_reliability(index, kills=kills, fuzz=fuzz, clients=clients, seconds=seconds, seed=seed, skip=skip,
-                           say=lambda line: click.echo(line, err=True))
+                           say=lambda line: click.echo(line, err=True), web_steps=RELIABILITY_STEPS)
     click.echo(format_report(rows))
     if not all(row.ok for row in rows):
         sys.exit(1)
@@ -602,7 +603,7 @@ def feedback_export(output, as_eval, index):
         count = export(output or sys.stdout)
         click.echo(f"{count} feedback rows exported", err=True)
         return
-    from ..api import _resolve_index_path
+    from .. import config
     from ..search.query import normalize_query
 
     entries = {e.id: e for e in _load_helper(index).entries}
@@ -615,7 +616,7 @@ def feedback_export(output, as_eval, index):
     write_lines(items, output or sys.stdout)
     skipped = ", ".join(f"{n} {why}" for why, n in left_out.items() if n)
     click.echo(f"{len(items)} eval items exported" + (f" (left out: {skipped})" if skipped else "")
-               + f"; measure with `rlhelper eval --set FILE --index {_resolve_index_path(index)}`", err=True)
+               + f"; measure with `rlhelper eval --set FILE --index {config.resolve_index(index)}`", err=True)
 
 
 # -- the user's question bank -------------------------------------------------------------

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..answer.extractive import runners_up
-from ..answer.sources import collection_note, short_trail, upstream
+from ..answer.model import Answer
+from ..answer.sources import collection_note, short_trail, twin_label, upstream
 from ..ingest.parse.inline import clean_text as one_line
 from ..ingest.parse.inline import drop_controls
-from ..ingest.twins import label
-from ..schema import Answer, Hit
+from ..schema import Hit
 
 if TYPE_CHECKING:
     from ..answer.llm import LLMStream
@@ -59,7 +58,7 @@ def source_lines(url: str | None, collection: str, location: str) -> list[str]:
 
 
 def _twin_lines(twins: list[dict], lang: str) -> list[str]:
-    return [click.style(f"    {label(t, lang)}: {one_line(t['heading'])}  {one_line(t['doc'])}:"
+    return [click.style(f"    {twin_label(t, lang)}: {one_line(t['heading'])}  {one_line(t['doc'])}:"
                         f"{t['line_start']}-{t['line_end']}", dim=True)
             + (f"  {one_line(t['url'])}" if t.get("url") else "") for t in twins]
 
@@ -87,7 +86,7 @@ def print_answer(answer: Answer) -> None:
         else:
             click.echo(line)
     print_sources(answer)
-    related = runners_up(answer)  # the web chat lists the same ones
+    related = answer.runners_up()  # the web chat lists the same ones
     if related:
         click.echo("\nAlso related (not quoted above):")
         print_hit_rows(related)

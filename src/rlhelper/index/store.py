@@ -64,10 +64,9 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from .. import __version__, config
+from .. import config
 from ..errors import (
     ConfigError,
-    DocumentError,
     EmbedderError,
     EmbedderMismatchError,
     IndexCorruptError,
@@ -76,6 +75,7 @@ from ..errors import (
     IndexStaleError,
 )
 from ..schema import Entry
+from ..version import __version__
 from .lexical import TOKENIZER_VERSION, BM25Index
 from .questions import QuestionIndex
 
@@ -778,33 +778,3 @@ def read_parsed(path: Path) -> Parsed | None:
             f"{show(path / PARSED)} and {show(path / PARSED_VECTORS)} disagree with the manifest. {hint}"
         )
     return Parsed(manifest, entries, tokens, vectors.astype(np.float32, copy=False))
-
-
-# --- the documents an index was built from ---------------------------------------
-
-def changed_since_build(record: dict) -> str | None:
-    """"gone" or "changed" when the document a manifest record describes is so since the build."""
-    source = record.get("source")
-    if not source:
-        return None
-    if not Path(source).is_file():
-        return "gone"
-    return "changed" if document_changed(Path(source), record) else None
-
-
-def document_changed(file: Path, record: dict) -> bool:
-    """Whether `file` differs from its manifest record: re-read only when its size or mtime moved
-    (then the content hash decides, as ingest would), so the usual check costs one stat."""
-    try:
-        stat = file.stat()
-    except OSError:
-        return True
-    if stat.st_size == record.get("size") and stat.st_mtime == record.get("mtime"):
-        return False
-    from ..ingest.entries import read_document  # the parsers: not on a query's path unless a file moved
-    from ..ingest.pipeline import content_sha256
-
-    try:
-        return content_sha256(read_document(file)) != record.get("content_sha256")
-    except DocumentError:
-        return True

@@ -64,6 +64,7 @@ from ..errors import (
 from ..index import embed, lexical, questions, store
 from ..schema import Entry
 from . import question_writer, twins
+from .changes import content_sha256
 from .entries import build_entries, merge_duplicates, read_document
 
 DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".rest", ".txt")
@@ -265,11 +266,6 @@ def parser_fingerprint() -> str:
 def shaping_settings(embedder_id: str, max_tokens: int) -> dict:
     return {"parser": parser_fingerprint(), "tokenizer": lexical.TOKENIZER_VERSION, "max_tokens": max_tokens,
             "embedder": embedder_id, "recipe": embed.RECIPE}
-
-
-def content_sha256(text: str) -> str:
-    """The hash of a document's text as read (`read_document`) that the manifest records."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def doc_hash(settings: dict, collection: str, doc: str, meta: dict, content_sha256: str) -> str:

@@ -5,7 +5,7 @@
 
 Answers cite line ranges, so an index older than its documents can point a
 reader at the wrong lines. This says so for the whole index; an answer says
-so for the documents it cites (store.changed_since_build, from Helper.ask). Both
+so for the documents it cites (changes.changed_since_build, from Helper.ask). Both
 read the manifest, and re-read a document only when its size or mtime moved
 since the build (then compare content hashes, as ingest would).
 """
@@ -18,9 +18,10 @@ from pathlib import Path
 
 from ..errors import DocumentError
 from ..index import questions
-from ..index.store import GITHUB_SOURCE, document_changed
+from ..index.store import GITHUB_SOURCE
 from ..search import confidence
 from . import twins
+from .changes import document_changed
 from .entries import read_document
 from .pipeline import find_sources, parser_fingerprint, question_bank_dir
 

@@ -48,7 +48,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..index.lexical import has_han
 from ..schema import Entry
 
 VERSION = 2  # recorded in the index settings: an index linked otherwise is relinked on ingest
@@ -60,7 +59,6 @@ CANDIDATES = 3  # pages of the same framework each page is aligned with (the mos
 MAX_SECTIONS = 2000  # pages with more are not aligned: no translated page is that long
 BLOCK_CELLS = 1 << 22  # cells of one identifier-overlap block (16 MB of float32)
 
-LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{2,}|\d{2,}")
 
 
@@ -187,24 +185,6 @@ def _increasing_run(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
         run.append(pairs[n])
         n = before[n]
     return run[::-1]
-
-
-def label(twin: dict, lang: str) -> str:
-    """How a twin of a section in `lang` is introduced: "also in English", or "another version"."""
-    if twin.get("lang") and twin["lang"] != lang:
-        return f"also in {LANGUAGE_NAMES.get(twin['lang'], twin['lang'])}"
-    return "another version"
-
-
-def worth_naming(twin: dict, heading: str, lang: str) -> bool:
-    """Whether a twin in another language tells the reader something: not when its title is this
-    one's again, or is written in this entry's language (a Chinese page that kept the English title)."""
-    if not twin.get("lang") or twin["lang"] == lang:
-        return True  # another version of the page
-    other = " ".join(str(twin.get("heading", "")).split())
-    if other.casefold() == " ".join(heading.split()).casefold():
-        return False
-    return has_han(other) != (lang == "zh")
 
 
 def _identifiers(e: Entry) -> set[str]:

@@ -168,7 +168,7 @@ def _worker_search(index: str, queries: list[str], repeats: int = 1, k: int = 5)
 
 def _clear_query_cache(helper) -> None:
     """Forget cached query vectors so a repeated pass embeds again (the first pass never hits the cache)."""
-    fn = getattr(type(getattr(helper, "_retriever", None)), "query_vector", None)
+    fn = getattr(type(getattr(helper, "retriever", None)), "query_vector", None)
     if hasattr(fn, "cache_clear"):
         fn.cache_clear()
 

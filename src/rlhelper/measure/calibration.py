@@ -56,7 +56,7 @@ def search_signals(retriever, item: EvalItem, allowed: np.ndarray, mode: str) ->
 
 def collect(helper, items: Sequence[EvalItem], mode: str, collections=None) -> dict[str, list[Signals]]:
     """Signals of the top entry for positives, unanswerable items and near misses."""
-    retriever = helper._retriever
+    retriever = helper.retriever
     allowed = retriever.allowed_mask(collection=list(collections) if collections else None)
     out: dict[str, list[Signals]] = {"answerable": [], "unanswerable": [], "near_miss": []}
     for item in items:

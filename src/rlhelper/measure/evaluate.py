@@ -648,7 +648,7 @@ def run_eval(
 def abstain_thresholds(helper, modes: Sequence[str]) -> dict[str, float | None]:
     """The threshold each mode's abstention used: the Helper's override, else the calibrated
     model's (None when the helper is not a real one). Abstention metrics mean nothing without it."""
-    retriever = getattr(helper, "_retriever", None)
+    retriever = getattr(helper, "retriever", None)
     if retriever is None:
         return {mode: None for mode in modes}
     if getattr(retriever, "threshold", None) is not None:

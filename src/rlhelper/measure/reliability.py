@@ -34,15 +34,17 @@ this module only counts what held and lays out the table.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import statistics
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import config
 from ..index import store
 from . import faults, trials
 
@@ -126,30 +128,7 @@ def _fuzz(examples: int, seed: int) -> Row:
                result.failures[:5])
 
 
-def _load(copy: Path, work: Path, clients: int, seconds: float) -> Row:
-    from ..api import Helper
-    from ..web import app as web
-    from ..web import loadtest
-
-    app, url = web.start(Helper.load(copy), port=loadtest.free_port(), feedback_db=work / "feedback.sqlite3")
-    try:
-        result = loadtest.run_load(url, clients=clients, duration=seconds, timeout=60)
-    finally:
-        loadtest.close_quietly(app)
-    figures = (f"{result['requests']} requests, p50 {result['p50_s'] or 0:.3f} s, p95 {result['p95_s'] or 0:.3f} s, "
-               f"p99 {result['p99_s'] or 0:.3f} s, max {result['max_s'] or 0:.3f} s, "
-               f"{result['requests_per_s']} requests/s")
-    return Row("load", f"{result['clients']} clients × {seconds:g} s on 127.0.0.1", result["ok"],
-               result["requests"], figures, result["error_samples"])
-
-
-def _web(copy: Path, work: Path) -> list[Row]:
-    from ..api import Helper
-    from ..web import trials as webtrials
-
-    return [Row(t.name, t.tried, int(t.held), 1, t.figures, [] if t.held else [t.figures])
-            for t in webtrials.web_trials(Helper.load(copy), work / "web")]
-
+WebStep = Callable[[Path, Path, int, float], "Row | list[Row] | None"]
 
 CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections")
 
@@ -163,11 +142,14 @@ def _cli(work: Path, env: dict, skip: Sequence[str]) -> list[Row]:
 
 def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: int = 200, clients: int = 50,
                     seconds: float = 60.0, seed: int = 0, skip: Sequence[str] = (),
-                    say: Callable[[str], None] | None = None) -> list[Row]:
-    """Run the trials not in `skip` on a temporary copy of `index`; one Row each."""
-    from ..api import _resolve_index_path
+                    say: Callable[[str], None] | None = None,
+                    web_steps: Mapping[str, WebStep] | None = None) -> list[Row]:
+    """Run the trials not in `skip` on a temporary copy of `index`; one Row each.
 
-    source = _resolve_index_path(index)
+    The web app's trials come in as `web_steps` (name -> step(copy, work, clients, seconds)), from
+    `rlhelper.web.trials.reliability_steps`: the web app is a face above this layer."""
+
+    source = config.resolve_index(index)
     live = store.live_folder(source)
     if live is None:
         raise store.missing_error(source)
@@ -184,8 +166,8 @@ def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: i
             "corruption": lambda: _corruptions(work, env),
             "queries": lambda: _queries(copy, env),
             "fuzz": lambda: _fuzz(fuzz, seed) if fuzz > 0 else None,
-            "load": lambda: _load(copy, work, clients, seconds) if seconds > 0 else None,
-            "web": lambda: _web(copy, work),
+            **{name: functools.partial(step, copy, work, clients, seconds)
+               for name, step in (web_steps or {}).items()},
             "cli": lambda: _cli(work, env, skip),
         }
         for name, step in steps.items():

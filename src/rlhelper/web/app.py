@@ -55,11 +55,12 @@ from starlette.middleware import Middleware  # noqa: E402
 
 from ..answer import html as render  # noqa: E402
 from ..answer import smalltalk
-from ..answer.extractive import FRAMEWORK_NAMES, language_of, render_markdown  # noqa: E402
+from ..answer.extractive import FRAMEWORK_NAMES, render_markdown
+from ..answer.language import language_of  # noqa: E402
+from ..answer.model import Answer  # noqa: E402
 from ..answer.sources import collections_in_words  # noqa: E402
 from ..errors import ConfigError, RlhelperError  # noqa: E402
 from ..measure.feedback import MAX_COMMENT_CHARS, FeedbackFull, FeedbackRefused, FeedbackStore, WriteLimiter  # noqa: E402
-from ..schema import Answer  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 
+from ..measure.reliability import Row
 from . import loadtest
 
 QUESTION = "Weight sync timed out between the trainer and SGLang"
@@ -288,3 +289,35 @@ TRIALS = (ssrf_trial, payload_trial, comment_trial, flood_trial, slow_trial)
 def web_trials(helper, work: Path) -> list[WebTrial]:
     work.mkdir(parents=True, exist_ok=True)
     return [trial(helper, work) for trial in TRIALS]
+
+
+# --- the web rows of `rlhelper bench reliability` --------------------------------------
+
+def load_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None:
+    """The load trial: `clients` browsers' worth of questions for `seconds` against the app on 127.0.0.1."""
+    if seconds <= 0:
+        return None
+    from ..api import Helper
+    from . import app as web
+
+    app, url = web.start(Helper.load(copy), port=loadtest.free_port(), feedback_db=work / "feedback.sqlite3")
+    try:
+        result = loadtest.run_load(url, clients=clients, duration=seconds, timeout=60)
+    finally:
+        loadtest.close_quietly(app)
+    figures = (f"{result['requests']} requests, p50 {result['p50_s'] or 0:.3f} s, p95 {result['p95_s'] or 0:.3f} s, "
+               f"p99 {result['p99_s'] or 0:.3f} s, max {result['max_s'] or 0:.3f} s, "
+               f"{result['requests_per_s']} requests/s")
+    return Row("load", f"{result['clients']} clients × {seconds:g} s on 127.0.0.1", result["ok"],
+               result["requests"], figures, result["error_samples"])
+
+
+def attack_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Row]:
+    """The attacks above, a row each (`clients` and `seconds` are the load trial's)."""
+    from ..api import Helper
+
+    return [Row(t.name, t.tried, int(t.held), 1, t.figures, [] if t.held else [t.figures])
+            for t in web_trials(Helper.load(copy), work / "web")]
+
+
+RELIABILITY_STEPS = {"load": load_row, "web": attack_rows}

@@ -24,8 +24,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ... import __version__
 from ...errors import GitHubError
+from ...version import __version__
 
 DEFAULT_API_URL = "https://api.github.com"
 TIMEOUT = 30.0
