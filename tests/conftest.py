@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from rlhelper.index import embed
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = REPO / "ingest" / "seeds"
@@ -36,6 +41,42 @@ def isolated_session_home(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     return use_home(monkeypatch, tmp_path_factory.mktemp("home"), ("RLHELPER_CONFIG", "RLHELPER_INDEX_DIR"))
+
+
+# --- a fast stand-in for the embedding model -------------------------------------------
+
+class FakeEmbedder(embed.Embedder):
+    """A deterministic stand-in for a model, with nothing to load: each word adds ±1 to one of
+    `dim` buckets chosen by blake2b (not Python's hash(), which is salted per process), so texts
+    that share words lie close and every run, in every process, gives the same vectors."""
+
+    id = "test:fake"
+
+    def __init__(self, dim: int = 64):
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _encode(self, texts, *, query):
+        rows = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            for word in re.findall(r"\w+", text.lower()):
+                bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
+                row[bucket % self._dim] += 1.0 if bucket & 1 << 31 else -1.0
+            if not row.any():
+                row[0] = 1.0  # an empty text still gets a unit vector
+        return rows
+
+
+@pytest.fixture
+def fake_embedder(monkeypatch) -> FakeEmbedder:
+    """Ingest and load with `embedder="test:fake"` in this process (subprocesses load real models)."""
+    real = embed.get_embedder
+    stand_in = FakeEmbedder(dim=16)
+    monkeypatch.setattr(embed, "get_embedder", lambda spec=None: stand_in if spec == stand_in.id else real(spec))
+    return stand_in
 
 
 # --- real indexes, built once per session (read-only: copy one before changing it) ---------

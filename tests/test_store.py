@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rlhelper.errors import EmbedderMismatchError, IndexCorruptError, IndexLockedError, IndexMissingError
-from rlhelper.index import store
+from rlhelper.index import build, folders, store
 from rlhelper.index.store import Index
 
 # --- helpers -----------------------------------------------------------------------------
@@ -38,7 +38,7 @@ def rewrite_manifest(folder: Path, change, *, keep_checksum: bool = False) -> No
     manifest = json.loads(file.read_text(encoding="utf-8"))
     change(manifest)
     if keep_checksum:
-        manifest["checksum"] = store._manifest_checksum(manifest)
+        manifest["checksum"] = folders.manifest_checksum(manifest)
     file.write_text(json.dumps(manifest), encoding="utf-8")
 
 
@@ -48,11 +48,11 @@ def probe(index: Index) -> tuple[list[int], list[float]]:
     return ids.tolist(), np.round(scores, 5).tolist()
 
 
-def contents_of(path: Path, kind: str = "flat", keep: int | None = None) -> store.IndexContents:
+def contents_of(path: Path, kind: str = "flat", keep: int | None = None) -> build.IndexContents:
     """An index's contents, unmerged (one searchable row per parsed entry), first `keep` rows."""
-    index, parsed = Index.load(path), store.read_parsed(path)
+    index, parsed = Index.load(path), build.read_parsed(path)
     keep = len(parsed.entries) if keep is None else keep
-    return store.IndexContents(
+    return build.IndexContents(
         entries=parsed.entries[:keep], rows=list(range(keep)), bm25=store.BM25Index.build(parsed.tokens[:keep]),
         parsed=parsed.entries, parsed_vectors=parsed.vectors, parsed_tokens=parsed.tokens,
         embedder=index.manifest["embedder"], documents=index.manifest["documents"],
@@ -117,8 +117,8 @@ def test_dense_search_with_a_filter(seeds_index):
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_approximate_indexes_agree_with_exact_search(seeds_index, tmp_path, kind):
-    store.save_index(tmp_path / "exact", contents_of(seeds_index))
-    store.save_index(tmp_path / "approx", contents_of(seeds_index, kind))
+    build.save_index(tmp_path / "exact", contents_of(seeds_index))
+    build.save_index(tmp_path / "approx", contents_of(seeds_index, kind))
     exact, approx = Index.load(tmp_path / "exact"), Index.load(tmp_path / "approx")
     assert approx.faiss_type == kind and approx.manifest["faiss"]["type"] == kind
     for row in (1, 40, 200):
@@ -276,9 +276,9 @@ def test_load_is_fast(seeds_index):
 
 def resave(path: Path, *, drop_rows: int = 0) -> None:
     """Write a new version of the index at `path` from its own contents."""
-    contents = contents_of(path, keep=len(store.read_parsed(path).entries) - drop_rows)
-    with store.index_lock(path):
-        store.save_index(path, contents)
+    contents = contents_of(path, keep=len(build.read_parsed(path).entries) - drop_rows)
+    with build.index_lock(path):
+        build.save_index(path, contents)
 
 
 @pytest.fixture
@@ -294,14 +294,14 @@ def live_index(seeds_index, tmp_path) -> Path:
 def test_a_crash_while_writing_leaves_the_previous_index(live_index, monkeypatch, where):
     before = probe(Index.load(live_index))
     count = len(Index.load(live_index).entries)
-    assert count == len(store.read_parsed(live_index).entries)  # resave() wrote one row per parsed entry
+    assert count == len(build.read_parsed(live_index).entries)  # resave() wrote one row per parsed entry
 
     def crash(*args, **kwargs):
         raise OSError(f"simulated crash in {where}")
 
-    targets = {"write_jsonl": (store, "_write_jsonl"), "faiss_write": (store.faiss, "write_index"),
-               "bm25_save": (store.BM25Index, "save"), "np_save": (store.np, "save"),
-               "symlink": (store.os, "symlink"), "replace": (store.os, "replace")}
+    targets = {"write_jsonl": (build, "_write_jsonl"), "faiss_write": (build.faiss, "write_index"),
+               "bm25_save": (build.BM25Index, "save"), "np_save": (build.np, "save"),
+               "symlink": (build.os, "symlink"), "replace": (build.os, "replace")}
     monkeypatch.setattr(*targets[where], crash)
     with pytest.raises(OSError, match="simulated crash"):
         resave(live_index, drop_rows=5)
@@ -309,8 +309,8 @@ def test_a_crash_while_writing_leaves_the_previous_index(live_index, monkeypatch
     index = Index.load(live_index)
     assert len(index.entries) == count and probe(index) == before
     # The next write cleans what the crash left and works.
-    with store.index_lock(live_index):
-        store.clean_stale(live_index)
+    with build.index_lock(live_index):
+        build.clean_stale(live_index)
     leftovers = [p.name for p in live_index.parent.iterdir() if ".tmp-" in p.name or ".link-" in p.name]
     assert leftovers == [] and len(list(live_index.parent.glob(".default.v-*"))) == 1
     resave(live_index, drop_rows=5)
@@ -321,7 +321,7 @@ def test_a_plain_index_folder_is_replaced_by_the_link(index_copy):
     assert not index_copy.is_symlink()
     resave(index_copy)
     assert index_copy.is_symlink()
-    assert len(Index.load(index_copy).entries) == len(store.read_parsed(index_copy).entries)
+    assert len(Index.load(index_copy).entries) == len(build.read_parsed(index_copy).entries)
     assert [p.name for p in index_copy.parent.glob(".index.v-*")] == [os.readlink(index_copy)]
 
 
@@ -329,22 +329,22 @@ def test_recovery_when_the_link_is_lost_during_migration(index_copy, monkeypatch
     """A crash between moving a plain folder aside and linking the new version leaves no
     index path; load reads the newest complete version (the new one: resave writes one row
     per parsed entry, the copy has duplicates merged) and the next ingest relinks it."""
-    rows = len(store.read_parsed(index_copy).entries)
+    rows = len(build.read_parsed(index_copy).entries)
     assert len(Index.load(index_copy).entries) < rows
 
     def crash(*args, **kwargs):
         raise OSError("simulated crash before the link is swapped in")
 
-    monkeypatch.setattr(store.os, "replace", crash)
+    monkeypatch.setattr(build.os, "replace", crash)
     with pytest.raises(OSError, match="simulated crash"):
         resave(index_copy)
     monkeypatch.undo()
-    assert not index_copy.exists() and list(index_copy.parent.glob(f".index.v-*{store.MOVED_SUFFIX}"))
+    assert not index_copy.exists() and list(index_copy.parent.glob(f".index.v-*{folders.MOVED_SUFFIX}"))
     assert len(Index.load(index_copy).entries) == rows
-    with store.index_lock(index_copy):
-        store.clean_stale(index_copy)
+    with build.index_lock(index_copy):
+        build.clean_stale(index_copy)
     assert index_copy.is_symlink() and len(Index.load(index_copy).entries) == rows
-    assert not list(index_copy.parent.glob(f".index.v-*{store.MOVED_SUFFIX}"))
+    assert not list(index_copy.parent.glob(f".index.v-*{folders.MOVED_SUFFIX}"))
 
 
 def test_an_index_deleted_by_hand_stays_deleted(live_index):
@@ -356,15 +356,15 @@ def test_an_index_deleted_by_hand_stays_deleted(live_index):
     assert orphan.is_dir() and not live_index.exists()
     with pytest.raises(IndexMissingError):
         Index.load(live_index)
-    with store.index_lock(live_index):
-        store.clean_stale(live_index)
+    with build.index_lock(live_index):
+        build.clean_stale(live_index)
     assert not orphan.exists() and not live_index.exists()
 
 
 KILL_SCRIPT = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    import rlhelper.index.store as store
+    import rlhelper.index.build as build
     from rlhelper.ingest.pipeline import ingest
 
     docs, index, point = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
@@ -374,24 +374,24 @@ KILL_SCRIPT = textwrap.dedent("""
         time.sleep(120)
 
     if point == "writing":  # files half written in the temporary folder
-        original = store.BM25Index.save
+        original = build.BM25Index.save
         def save(self, folder):
             original(self, folder)
             hang()
-        store.BM25Index.save = save
+        build.BM25Index.save = save
     elif point == "swap":  # new version complete, link not yet swapped in
         original_symlink = os.symlink
         def symlink(*args, **kwargs):
             original_symlink(*args, **kwargs)
             hang()
-        store.os.symlink = symlink
+        build.os.symlink = symlink
     elif point == "cleanup":  # new version live, old one not yet deleted
-        original_rmtree = store.shutil.rmtree
+        original_rmtree = build.shutil.rmtree
         def rmtree(path, *args, **kwargs):
             if ".v-" in str(path):
                 hang()
             return original_rmtree(path, *args, **kwargs)
-        store.shutil.rmtree = rmtree
+        build.shutil.rmtree = rmtree
     ingest([docs], index=index)
     print("DONE", flush=True)
 """)
@@ -445,8 +445,8 @@ def test_sigkill_mid_ingest_leaves_a_loadable_index(tmp_path, usem3_cache_dir, p
 LOCK_SCRIPT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from rlhelper.index import store
-    with store.index_lock(Path(sys.argv[1])):
+    from rlhelper.index import build
+    with build.index_lock(Path(sys.argv[1])):
         print("LOCKED", flush=True)
         time.sleep(float(sys.argv[2]))
 """)
@@ -464,7 +464,7 @@ def test_a_second_ingest_stops_with_the_holders_pid(tmp_path, monkeypatch):
     path = tmp_path / "index" / "default"
     proc = hold_lock(path, 30)
     try:
-        with pytest.raises(IndexLockedError) as err, store.index_lock(path, timeout=0.3):
+        with pytest.raises(IndexLockedError) as err, build.index_lock(path, timeout=0.3):
             pass
     finally:
         proc.kill()
@@ -478,7 +478,7 @@ def test_a_second_ingest_waits_for_the_first(tmp_path):
     path = tmp_path / "index"
     proc = hold_lock(path, 0.5)
     started = time.monotonic()
-    with store.index_lock(path, timeout=20):
+    with build.index_lock(path, timeout=20):
         waited = time.monotonic() - started
     proc.wait()
     assert waited > 0.2
@@ -489,7 +489,7 @@ def test_a_killed_holder_releases_the_lock(tmp_path):
     proc = hold_lock(path, 60)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    with store.index_lock(path, timeout=2):
+    with build.index_lock(path, timeout=2):
         pass
 
 

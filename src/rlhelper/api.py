@@ -194,7 +194,7 @@ class Helper:
 
     def _changed_sources(self, answer: Answer) -> list[str]:
         """A notice per cited document edited since the build: its cited line numbers may be off."""
-        from .index.store import rebuild_hint
+        from .index.folders import rebuild_hint
         from .ingest.changes import changed_since_build
 
         notices = []

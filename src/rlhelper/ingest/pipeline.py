@@ -8,7 +8,7 @@ Steps: find documents (a collection folder's manifest.json describes its
 documents; a folder without one is walked for .md/.mdx/.rst/.txt), read and
 hash each, parse the changed ones into entries, embed what has no vector yet,
 merge duplicates across the whole index, and write a new index version
-atomically (see store.py). The whole run holds the index lock.
+atomically (see index/build.py). The whole run holds the index lock.
 
 Incremental by design:
 
@@ -61,7 +61,7 @@ from ..errors import (
     IndexMissingError,
     IndexStaleError,
 )
-from ..index import embed, lexical, questions, store
+from ..index import build, embed, folders, lexical, questions, store
 from ..schema import Entry
 from . import question_writer, twins
 from .changes import content_sha256
@@ -206,10 +206,10 @@ def _files_below(folder: Path, found: Sources) -> Iterator[Path]:
     def unreadable(err: OSError) -> None:
         found.not_followed.append((str(err.filename), f"folder not readable ({err.strerror}): skipped"))
 
-    for here, folders, files in os.walk(folder, onerror=unreadable):  # followlinks=False
+    for here, subfolders, files in os.walk(folder, onerror=unreadable):  # followlinks=False
         here = Path(here)
-        folders[:] = [name for name in folders if not name.startswith(".")]
-        for name in folders:
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        for name in subfolders:
             if (here / name).is_symlink():
                 found.not_followed.append((str(here / name), f"a link to a folder ({os.readlink(here / name)}): "
                                                               "not followed"))
@@ -319,8 +319,8 @@ def ingest(
     report.not_followed += found.not_followed
     max_tokens = int(config.setting("max_tokens", default=DEFAULT_MAX_TOKENS))
 
-    with store.index_lock(path, timeout=lock_timeout):
-        store.clean_stale(path)
+    with build.index_lock(path, timeout=lock_timeout):
+        build.clean_stale(path)
         previous = None if rebuild else _previous(path, report)
         old_manifest = previous.manifest if previous else None
         spec = embedder or config.setting("embedder") or (old_manifest["embedder"]["id"] if old_manifest else None)
@@ -373,7 +373,7 @@ def ingest(
             contents.questions = _question_index(bank, contents.entries, emb, path if same_space else None,
                                                  progress, report, given)
             _report(progress, report.embedded, report.embedded + 1, "writing index")
-            store.save_index(path, contents)
+            build.save_index(path, contents)
             report.entries = len(contents.entries)
             report.written = True
             _report(progress, report.embedded + 1, report.embedded + 1, "done")
@@ -444,7 +444,7 @@ def _add_written_questions(bank: questions.BankReport, docs: list[_Doc], report:
     return questions.fingerprint(written.questions)
 
 
-def _thread_titles(bank: questions.BankReport, contents: store.IndexContents) -> dict[str, np.ndarray]:
+def _thread_titles(bank: questions.BankReport, contents: build.IndexContents) -> dict[str, np.ndarray]:
     """A GitHub thread's title is how its reporter asked: it joins the bank as its entry's question
     (source "issue"), so a thread is ranked through the bank as a doc entry with questions is, not
     only by its text. Its vector is the entry's own, which embeds the title already (embedding
@@ -473,7 +473,7 @@ def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed
         return None
     attached += questions.headings_as_questions(entries, attached)
     reuse: dict[str, np.ndarray] = {}
-    folder = store.live_folder(previous_index) if previous_index is not None else None
+    folder = folders.live_folder(previous_index) if previous_index is not None else None
     if folder is not None:
         try:
             old = questions.QuestionIndex.load(folder, lambda _id: 0)
@@ -498,9 +498,9 @@ def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed
     return questions.QuestionIndex.build(attached, vectors)
 
 
-def _previous(path: Path, report: IngestReport) -> store.Parsed | None:
+def _previous(path: Path, report: IngestReport) -> build.Parsed | None:
     try:
-        return store.read_parsed(path)
+        return build.read_parsed(path)
     except IndexMissingError:
         return None
     except IndexCorruptError as exc:
@@ -508,7 +508,7 @@ def _previous(path: Path, report: IngestReport) -> store.Parsed | None:
         return None
 
 
-def _plan(found: Sources, previous: store.Parsed | None, same_space: bool, settings: dict,
+def _plan(found: Sources, previous: build.Parsed | None, same_space: bool, settings: dict,
           max_tokens: int, report: IngestReport) -> list[_Doc]:
     """Every document of the new index, in order, with entries and (when reusable) vectors."""
     old_docs: dict[tuple[str, str], _Doc] = {}
@@ -596,7 +596,7 @@ def lexical_tokens(entry: Entry) -> list[str]:
     return [sys.intern(t) for t in lexical.entry_tokens(entry.heading, entry.breadcrumb, entry.text)]
 
 
-def _vectors(docs: list[_Doc], emb: embed.Embedder, previous: store.Parsed | None,
+def _vectors(docs: list[_Doc], emb: embed.Embedder, previous: build.Parsed | None,
              progress: Progress | None, report: IngestReport) -> np.ndarray:
     """Vectors of every entry of `docs`, in order: reused from the previous index (by row for
     unchanged documents, by embedded text for the rest), else embedded now."""
@@ -637,7 +637,7 @@ def _vectors(docs: list[_Doc], emb: embed.Embedder, previous: store.Parsed | Non
 
 
 def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifest: dict | None,
-              emb: embed.Embedder, settings: dict, kind: str) -> store.IndexContents:
+              emb: embed.Embedder, settings: dict, kind: str) -> build.IndexContents:
     parsed = [e for d in docs for e in d.entries]
     tokens = [t for d in docs for t in d.tokens]
     merged = merge_duplicates(parsed)
@@ -653,7 +653,7 @@ def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifes
     for d in docs:
         counts[d.key[0]] = counts.get(d.key[0], 0) + 1
     collections = {name: {**collections.get(name, {"title": name}), "documents": n} for name, n in counts.items()}
-    return store.IndexContents(
+    return build.IndexContents(
         entries=merged,
         rows=rows,
         bm25=lexical.BM25Index.build([tokens[r] for r in rows]),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import DocumentError
 from ..index import questions
-from ..index.store import GITHUB_SOURCE
+from ..index.folders import GITHUB_SOURCE
 from ..search import confidence
 from . import twins
 from .changes import document_changed
@@ -63,7 +63,8 @@ class IndexInfo:
 
 def index_info(path: Path | str) -> IndexInfo:
     """Describe the index at `path` (IndexMissingError, IndexCorruptError ... when it cannot be read)."""
-    from ..index.store import Index, rebuild_hint  # numpy and FAISS: only for this command
+    from ..index.folders import rebuild_hint
+    from ..index.store import Index  # numpy and FAISS: only for this command
 
     index = Index.load(Path(path))
     manifest, entries = index.manifest, index.entries

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..index import store
+from ..index import build, folders, store
 
 FOREIGN_EMBEDDER = "acme-embed-2"
 
@@ -64,7 +64,7 @@ NASTY_LOG_LINES = [
 
 
 def _live(path: Path) -> Path:
-    folder = store.live_folder(path)
+    folder = folders.live_folder(path)
     if folder is None:
         raise FileNotFoundError(f"no index at {path}")
     return folder
@@ -81,11 +81,11 @@ def _overwrite_same_size(file: Path) -> None:
 
 def _edit_manifest(path: Path, change: Callable[[dict], None], *, resign: bool) -> None:
     """Change the manifest; `resign` recomputes its checksum, as a tool that knows the format would."""
-    file = _live(path) / store.MANIFEST
+    file = _live(path) / folders.MANIFEST
     manifest = json.loads(file.read_text(encoding="utf-8"))
     change(manifest)
     if resign:
-        manifest["checksum"] = store._manifest_checksum(manifest)
+        manifest["checksum"] = folders.manifest_checksum(manifest)
     file.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
 
 
@@ -103,23 +103,23 @@ def _not_utf8(file: Path) -> None:
 
 
 def _zero_lexical(path: Path) -> None:
-    for file in (_live(path) / store.LEXICAL).glob("*.npz"):
+    for file in (_live(path) / folders.LEXICAL).glob("*.npz"):
         file.write_bytes(b"\0" * file.stat().st_size)
 
 
 def foreign_embedder_index(path: Path) -> None:
     """Rewrite the index at `path` as another embedder would have made it: the same entries
     and documents, 64-dimensional vectors, the manifest naming FOREIGN_EMBEDDER."""
-    index, parsed = store.Index.load(path), store.read_parsed(path)
+    index, parsed = store.Index.load(path), build.read_parsed(path)
     vectors = np.random.default_rng(0).standard_normal((len(parsed.entries), 64)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    contents = store.IndexContents(
+    contents = build.IndexContents(
         entries=parsed.entries, rows=list(range(len(parsed.entries))), bm25=store.BM25Index.build(parsed.tokens),
         parsed=parsed.entries, parsed_vectors=vectors, parsed_tokens=parsed.tokens,
         embedder={"id": FOREIGN_EMBEDDER, "dim": 64, "recipe": "acme"}, documents=index.manifest["documents"],
         collections=index.manifest["collections"], settings=index.manifest.get("settings", {}))
-    with store.index_lock(path):
-        store.save_index(path, contents)
+    with build.index_lock(path):
+        build.save_index(path, contents)
 
 
 @dataclass(frozen=True)
@@ -134,24 +134,24 @@ def _in_live(name: str, damage: Callable[[Path], None]) -> Callable[[Path], None
 
 
 CORRUPTIONS = [
-    Corruption("truncated FAISS file", store.DENSE, _in_live(store.DENSE, _truncate)),
-    Corruption("FAISS file overwritten, same size", store.DENSE, _in_live(store.DENSE, _overwrite_same_size)),
-    Corruption("FAISS file deleted", store.DENSE, _in_live(store.DENSE, Path.unlink)),
-    Corruption("manifest edited by hand", store.MANIFEST,
+    Corruption("truncated FAISS file", folders.DENSE, _in_live(folders.DENSE, _truncate)),
+    Corruption("FAISS file overwritten, same size", folders.DENSE, _in_live(folders.DENSE, _overwrite_same_size)),
+    Corruption("FAISS file deleted", folders.DENSE, _in_live(folders.DENSE, Path.unlink)),
+    Corruption("manifest edited by hand", folders.MANIFEST,
                lambda p: _edit_manifest(p, lambda m: m.update(entries=m["entries"] - 1), resign=False)),
-    Corruption("manifest not JSON", store.MANIFEST,
-               _in_live(store.MANIFEST, lambda f: f.write_text('{"format_version": 1, "entr', encoding="utf-8"))),
-    Corruption("manifest deleted", store.MANIFEST, _in_live(store.MANIFEST, Path.unlink)),
-    Corruption("entries store deleted", store.ENTRIES, _in_live(store.ENTRIES, Path.unlink)),
-    Corruption("entries store truncated", store.ENTRIES, _in_live(store.ENTRIES, _truncate)),
-    Corruption("entries store line damaged, same size", store.ENTRIES, _in_live(store.ENTRIES, _damage_entry_line)),
-    Corruption("entries store not UTF-8", store.ENTRIES, _in_live(store.ENTRIES, _not_utf8)),
-    Corruption("BM25 postings zeroed", store.LEXICAL, _zero_lexical),
-    Corruption("index of an older format", store.MANIFEST,
+    Corruption("manifest not JSON", folders.MANIFEST,
+               _in_live(folders.MANIFEST, lambda f: f.write_text('{"format_version": 1, "entr', encoding="utf-8"))),
+    Corruption("manifest deleted", folders.MANIFEST, _in_live(folders.MANIFEST, Path.unlink)),
+    Corruption("entries store deleted", folders.ENTRIES, _in_live(folders.ENTRIES, Path.unlink)),
+    Corruption("entries store truncated", folders.ENTRIES, _in_live(folders.ENTRIES, _truncate)),
+    Corruption("entries store line damaged, same size", folders.ENTRIES, _in_live(folders.ENTRIES, _damage_entry_line)),
+    Corruption("entries store not UTF-8", folders.ENTRIES, _in_live(folders.ENTRIES, _not_utf8)),
+    Corruption("BM25 postings zeroed", folders.LEXICAL, _zero_lexical),
+    Corruption("index of an older format", folders.MANIFEST,
                lambda p: _edit_manifest(p, lambda m: m.update(format_version=store.OLDEST_FORMAT - 1), resign=True)),
-    Corruption("index of a newer format", store.MANIFEST,
+    Corruption("index of a newer format", folders.MANIFEST,
                lambda p: _edit_manifest(p, lambda m: m.update(format_version=store.FORMAT_VERSION + 1), resign=True)),
-    Corruption("index made by another embedder", store.MANIFEST, foreign_embedder_index),
+    Corruption("index made by another embedder", folders.MANIFEST, foreign_embedder_index),
 ]
 
 

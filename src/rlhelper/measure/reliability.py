@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import config
-from ..index import store
+from ..index import folders
 from . import faults, trials
 
 
@@ -150,9 +150,9 @@ def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: i
     `rlhelper.web.trials.reliability_steps`: the web app is a face above this layer."""
 
     source = config.resolve_index(index)
-    live = store.live_folder(source)
+    live = folders.live_folder(source)
     if live is None:
-        raise store.missing_error(source)
+        raise folders.missing_error(source)
     say = say or (lambda _line: None)
     env = dict(os.environ)
     rows: list[Row] = []

@@ -26,7 +26,7 @@ import json
 import re
 from pathlib import Path
 
-from ...index.store import GITHUB_SOURCE
+from ...index.folders import GITHUB_SOURCE
 from ...schema import Entry
 from ...search.query import normalize_query
 from ..entries import detect_lang, entry_id
