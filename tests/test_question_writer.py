@@ -17,7 +17,8 @@ from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
 from rlhelper.cli import main
 from rlhelper.index.store import Index
-from rlhelper.ingest.pipeline import ingest, question_writer
+from rlhelper.ingest import question_writer
+from rlhelper.ingest.pipeline import ingest
 from rlhelper.ingest.question_writer import (
     KEEP_MAX,
     MAX_QUESTION_CHARS,

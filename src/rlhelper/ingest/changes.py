@@ -1,13 +1,20 @@
-"""Has a document changed since the index was built from it? Asked by `rlhelper info` and by
-every answer about the documents it cites (their line numbers may be off), so the usual
-check is one stat; the content hash decides only when size or mtime moved, as ingest would."""
+"""What changed since an index was built: a document (asked by `rlhelper info` and by every answer
+about the documents it cites, whose line numbers may be off: one stat, and the content hash only
+when size or mtime moved), or the code and settings that shape entries (the fingerprint in every
+document's hash, so a parser change re-parses without a version number to bump)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import DocumentError
+from ..index import embed, lexical
+
+# Source files whose code decides what entries and tokens come out of a document.
+SHAPING_MODULES = ("ingest/parse/*.py", "ingest/entries.py", "tokens.py", "index/lexical.py", "ingest/github/entries.py")
 
 
 def content_sha256(text: str) -> str:
@@ -40,3 +47,27 @@ def document_changed(file: Path, record: dict) -> bool:
         return content_sha256(read_document(file)) != record.get("content_sha256")
     except DocumentError:
         return True
+
+
+
+@lru_cache(maxsize=1)
+def parser_fingerprint() -> str:
+    """Hash of the code that turns a document into entries and tokens."""
+    package = Path(__file__).resolve().parent.parent  # rlhelper/
+    digest = hashlib.sha256()
+    for pattern in SHAPING_MODULES:
+        for file in sorted(package.glob(pattern)):
+            digest.update(file.relative_to(package).as_posix().encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def shaping_settings(embedder_id: str, max_tokens: int) -> dict:
+    return {"parser": parser_fingerprint(), "tokenizer": lexical.TOKENIZER_VERSION, "max_tokens": max_tokens,
+            "embedder": embedder_id, "recipe": embed.RECIPE}
+
+
+def doc_hash(settings: dict, collection: str, doc: str, meta: dict, content_sha256: str) -> str:
+    header = json.dumps({"settings": settings, "collection": collection, "doc": doc, "meta": meta},
+                        sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f"{header}\0{content_sha256}".encode()).hexdigest()

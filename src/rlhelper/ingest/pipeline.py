@@ -40,37 +40,31 @@ So a plain `rlhelper ingest` never switches an index's embedder by surprise.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from .. import config
 from ..errors import (
-    ConfigError,
     DocumentError,
     EmbedderError,
     IndexCorruptError,
     IndexMissingError,
     IndexStaleError,
 )
-from ..index import build, embed, folders, lexical, questions, store
+from ..index import build, embed, lexical, questions, store
 from ..schema import Entry
 from . import question_writer, twins
-from .changes import content_sha256
+from .bank import question_bank_dir, question_index, thread_titles
+from .changes import content_sha256, doc_hash, shaping_settings
 from .entries import build_entries, merge_duplicates, read_document
+from .sources import SourceDoc, Sources, find_sources
 
-DOC_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".rest", ".txt")
 DEFAULT_MAX_TOKENS = 400
-# Source files whose code decides what entries and tokens come out of a document.
-SHAPING_MODULES = ("ingest/parse/*.py", "ingest/entries.py", "tokens.py", "index/lexical.py", "ingest/github/entries.py")
 
 Progress = Callable[[int, int, str], None]
 
@@ -101,177 +95,6 @@ class IngestReport:
     # (path, reason): links not followed out of a folder, link loops, folders that cannot be read
     not_followed: list[tuple[str, str]] = field(default_factory=list)
     llm_questions: question_writer.WriteReport | None = None  # what --llm had the model write
-
-
-# --- finding documents ---------------------------------------------------------------
-
-@dataclass
-class SourceDoc:
-    collection: str
-    doc: str  # POSIX path inside the collection, as entries and citations show it
-    path: Path
-    meta: dict
-    # A document that is no file of its own (a GitHub thread, github/entries.py): its text,
-    # and what turns that text into entries (build_entries' signature).
-    text: str | None = None
-    build: Callable[..., tuple[list[Entry], list[str]]] | None = None
-
-
-@dataclass
-class Sources:
-    docs: list[SourceDoc] = field(default_factory=list)
-    replaced: set[str] = field(default_factory=set)  # collections read whole: unseen docs are dropped
-    collections: dict[str, dict] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    not_followed: list[tuple[str, str]] = field(default_factory=list)  # as IngestReport.not_followed
-
-
-def find_sources(sources: Sequence[Path] | None, collection: str | None = None) -> Sources:
-    """The documents to ingest. None: the shipped collections under `config.corpus_dir()`."""
-    found = Sources()
-    if sources is None:
-        root = config.corpus_dir()
-        for name in config.DEFAULT_COLLECTIONS:
-            folder = root / name
-            if folder.is_dir():
-                _add_folder(found, folder, name)
-            else:
-                found.failed.append((str(folder), "collection folder not found"))
-        if not found.docs:
-            raise ConfigError(
-                f"No shipped collections under {root}: check the corpus_dir setting "
-                "(RLHELPER_CORPUS_DIR), or pass folders to ingest: `rlhelper ingest PATH...`."
-            )
-        return found
-    for source in sources:
-        source = Path(source)
-        if source.is_dir():
-            _add_folder(found, source, collection)
-        elif source.is_file():
-            name = collection or source.resolve().parent.name
-            if source.suffix.lower() in DOC_SUFFIXES:
-                found.docs.append(SourceDoc(name, source.name, source, {}))
-                found.collections.setdefault(name, {"title": name, "source": str(source.resolve().parent),
-                                                    "whole_folder": False})
-            else:
-                found.notes.append(f"{source}: ignored, not a .md, .mdx, .rst or .txt document")
-        else:
-            found.failed.append((str(source), "no such file or folder"))
-    return found
-
-
-def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
-    """A collection folder: its manifest.json lists the documents (with metadata), or every
-    document file below it is one (hidden folders skipped)."""
-    manifest = _read_collection_manifest(found, folder)
-    name = collection or (manifest or {}).get("collection") or folder.resolve().name
-    found.replaced.add(name)
-    info = found.collections.setdefault(name, {"title": name, "source": str(folder.resolve())})
-    info["whole_folder"] = True
-    if manifest is not None:
-        info["title"] = manifest.get("title") or name
-        for record in manifest.get("documents") or []:
-            rel = record.get("path") if isinstance(record, dict) else None
-            if not rel:
-                found.failed.append((str(folder / "manifest.json"), f"a document record without a path: {record!r}"))
-                continue
-            if not (folder / rel).resolve().is_relative_to(folder.resolve()):
-                found.not_followed.append((str(folder / rel), f"listed in manifest.json but outside {folder}: not read"))
-                continue
-            found.docs.append(SourceDoc(name, Path(rel).as_posix(), folder / rel, dict(record)))
-        return
-    ignored = []
-    for path in sorted(_files_below(folder, found)):
-        rel = path.relative_to(folder)
-        if path.suffix.lower() in DOC_SUFFIXES:
-            found.docs.append(SourceDoc(name, rel.as_posix(), path, {}))
-        else:
-            ignored.append(rel.as_posix())
-    if ignored:
-        shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else "")
-        found.notes.append(f"{folder}: ignored {len(ignored)} file(s) that are not .md/.mdx/.rst/.txt: {shown}")
-
-
-def _files_below(folder: Path, found: Sources) -> Iterator[Path]:
-    """Files below `folder`, hidden ones and hidden folders aside, read only inside it.
-
-    A docs folder is someone else's: a link `passwd.md -> /etc/passwd` in it must not put the
-    system's files in the index (and in answers). A link to a file inside the folder is read;
-    a link leaving it, a link loop and a folder that cannot be read are named in
-    `found.not_followed`. Links to folders are never followed (that is also what ends loops).
-    """
-    root = folder.resolve()
-
-    def unreadable(err: OSError) -> None:
-        found.not_followed.append((str(err.filename), f"folder not readable ({err.strerror}): skipped"))
-
-    for here, subfolders, files in os.walk(folder, onerror=unreadable):  # followlinks=False
-        here = Path(here)
-        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
-        for name in subfolders:
-            if (here / name).is_symlink():
-                found.not_followed.append((str(here / name), f"a link to a folder ({os.readlink(here / name)}): "
-                                                              "not followed"))
-        for name in files:
-            path = here / name
-            if name.startswith("."):
-                continue
-            problem = _link_problem(path, root) if path.is_symlink() else None
-            if problem:
-                found.not_followed.append((str(path), problem))
-            elif path.is_file():
-                yield path
-
-
-def _link_problem(link: Path, root: Path) -> str | None:
-    """Why a file link below `root` is not read, or None when it leads to a file inside `root`."""
-    try:
-        target = link.resolve(strict=True)
-    except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
-        return f"a link that loops or leads nowhere ({os.readlink(link)}): skipped"
-    if not target.is_relative_to(root):
-        return f"a link to {target}, outside the folder {root}: not followed"
-    return None
-
-
-def _read_collection_manifest(found: Sources, folder: Path) -> dict | None:
-    file = folder / "manifest.json"
-    if not file.is_file():
-        return None
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or not isinstance(data.get("documents", []), list):
-            raise ValueError("expected an object with a 'documents' list")
-        return data
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        found.failed.append((str(file), f"unreadable collection manifest ({exc}); indexing every document file instead"))
-        return None
-
-
-# --- hashing -------------------------------------------------------------------------
-
-@lru_cache(maxsize=1)
-def parser_fingerprint() -> str:
-    """Hash of the code that turns a document into entries and tokens."""
-    package = Path(__file__).resolve().parent.parent  # rlhelper/
-    digest = hashlib.sha256()
-    for pattern in SHAPING_MODULES:
-        for file in sorted(package.glob(pattern)):
-            digest.update(file.relative_to(package).as_posix().encode())
-            digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def shaping_settings(embedder_id: str, max_tokens: int) -> dict:
-    return {"parser": parser_fingerprint(), "tokenizer": lexical.TOKENIZER_VERSION, "max_tokens": max_tokens,
-            "embedder": embedder_id, "recipe": embed.RECIPE}
-
-
-def doc_hash(settings: dict, collection: str, doc: str, meta: dict, content_sha256: str) -> str:
-    header = json.dumps({"settings": settings, "collection": collection, "doc": doc, "meta": meta},
-                        sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(f"{header}\0{content_sha256}".encode()).hexdigest()
 
 
 # --- the pipeline --------------------------------------------------------------------
@@ -369,9 +192,11 @@ def ingest(
             previous = None  # its arrays are no longer needed: let them go before writing
             contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
             contents.settings = _index_settings(settings, bank_print, llm_print)
-            given = _thread_titles(bank, contents)
-            contents.questions = _question_index(bank, contents.entries, emb, path if same_space else None,
-                                                 progress, report, given)
+            given = thread_titles(bank, contents)
+            contents.questions, indexed = question_index(bank, contents.entries, emb,
+                                                         path if same_space else None, progress, given)
+            report.notes += indexed.notes
+            report.embedded_questions = indexed.embedded
             _report(progress, report.embedded, report.embedded + 1, "writing index")
             build.save_index(path, contents)
             report.entries = len(contents.entries)
@@ -412,10 +237,6 @@ def _index_settings(settings: dict, bank_print: str | None = None, llm_print: st
             **({"llm_questions": llm_print} if llm_print else {})}
 
 
-def question_bank_dir() -> Path:
-    """The shipped question bank: `questions/` beside the collections (setting question_bank_dir)."""
-    return Path(config.setting("question_bank_dir", default=str(config.corpus_dir() / questions.BANK_FOLDER)))
-
 
 def _write_questions(docs: list[_Doc], shipped: questions.BankReport, llm: question_writer.BankWriter,
                      progress: Progress | None, report: IngestReport) -> question_writer.WriteReport:
@@ -443,59 +264,6 @@ def _add_written_questions(bank: questions.BankReport, docs: list[_Doc], report:
     bank.questions += written.questions
     return questions.fingerprint(written.questions)
 
-
-def _thread_titles(bank: questions.BankReport, contents: build.IndexContents) -> dict[str, np.ndarray]:
-    """A GitHub thread's title is how its reporter asked: it joins the bank as its entry's question
-    (source "issue"), so a thread is ranked through the bank as a doc entry with questions is, not
-    only by its text. Its vector is the entry's own, which embeds the title already (embedding
-    every title again would double a repository's embedding time). Returns title -> vector."""
-    given: dict[str, np.ndarray] = {}
-    for entry, row in zip(contents.entries, contents.rows, strict=True):
-        if entry.kind == "issue" and entry.heading:
-            bank.questions.append(questions.BankQuestion(entry.collection, entry.doc, entry.heading, entry.heading,
-                                                         source="issue"))
-            given.setdefault(entry.heading, contents.parsed_vectors[row])
-    return given
-
-
-def _question_index(bank: questions.BankReport, entries: list[Entry], emb: embed.Embedder,
-                    previous_index: Path | None, progress: Progress | None,
-                    report: IngestReport, given: dict[str, np.ndarray] | None = None
-                    ) -> questions.QuestionIndex | None:
-    """The bank's questions keyed to `entries`, embedded (a question the previous index of the same
-    embedder holds keeps its vector, one in `given` takes that vector, the shipped bank's vector file
-    gives most others); questions whose entry is gone are reported."""
-    attached = questions.attach(bank, entries)
-    held = {e.collection for e in entries}
-    bank.orphans = [o for o in bank.orphans if o[0] in held]  # another index's collections are not lost
-    report.notes += bank.notes()
-    if not attached:
-        return None
-    attached += questions.headings_as_questions(entries, attached)
-    reuse: dict[str, np.ndarray] = {}
-    folder = folders.live_folder(previous_index) if previous_index is not None else None
-    if folder is not None:
-        try:
-            old = questions.QuestionIndex.load(folder, lambda _id: 0)
-            reuse = old.reusable_vectors() if old is not None else {}
-        except IndexCorruptError:
-            reuse = {}
-    reuse.update(given or {})
-    fresh = list(dict.fromkeys(q.text for _, q in attached if q.text not in reuse))
-    if fresh:
-        reuse.update(questions.shipped_vector_cache(question_bank_dir(), emb.id).held(emb.id, fresh))
-        fresh = [t for t in fresh if t not in reuse]
-    if fresh:
-        total = len(fresh)
-        _report(progress, 0, total, "embedding questions")
-        step = embed.BATCH_SIZE
-        for start in range(0, total, step):
-            batch = fresh[start:start + step]
-            reuse.update(zip(batch, emb.embed_documents(batch), strict=True))
-            _report(progress, min(start + step, total), total, "embedding questions")
-    report.embedded_questions = len(fresh)
-    vectors = np.stack([reuse[q.text] for _, q in attached]).astype(np.float32)
-    return questions.QuestionIndex.build(attached, vectors)
 
 
 def _previous(path: Path, report: IngestReport) -> build.Parsed | None:

@@ -21,9 +21,10 @@ from ..index import questions
 from ..index.folders import GITHUB_SOURCE
 from ..search import confidence
 from . import twins
-from .changes import document_changed
+from .bank import question_bank_dir
+from .changes import document_changed, parser_fingerprint
 from .entries import read_document
-from .pipeline import find_sources, parser_fingerprint, question_bank_dir
+from .sources import find_sources
 
 
 @dataclass

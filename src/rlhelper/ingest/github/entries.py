@@ -31,7 +31,7 @@ from ...schema import Entry
 from ...search.query import normalize_query
 from ..entries import detect_lang, entry_id
 from ..parse.inline import CONTROL_CHARS
-from ..pipeline import SourceDoc, Sources
+from ..sources import SourceDoc, Sources
 
 MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 REPLIES_QUOTED = 3
