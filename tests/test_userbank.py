@@ -268,7 +268,7 @@ def test_without_a_bank_the_shipped_questions_are_searched_as_before(seeds_index
 
     plain = Helper.load(seeds_index, user_bank=False)
     assert plain.user_bank is None
-    learned = plain._retriever.learned()
+    learned = plain.retriever.learned()
     assert learned.empty and learned.questions is plain.index.questions
 
 
