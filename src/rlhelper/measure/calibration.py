@@ -25,18 +25,9 @@ import numpy as np
 from ..errors import ConfigError, RlhelperError
 from ..search.confidence import ConfidenceModel, Signals, fit_logistic, save_model
 from ..search.query import normalize_query
-from .evaluate import (
-    MAX_WRONGLY_ABSTAINED,
-    MODES,
-    TARGET_ABSTENTION_RECALL,
-    EvalItem,
-    choose_threshold,
-    entry_locations,
-    eval_index,
-    load_eval_set,
-    relevance_gains,
-    share_ceiling,
-)
+from .harness import MODES, eval_index
+from .metrics import MAX_WRONGLY_ABSTAINED, TARGET_ABSTENTION_RECALL, choose_threshold, share_ceiling
+from .sets import EvalItem, entry_locations, load_eval_set, relevance_gains
 
 COSINE_FLOOR_MARGIN = 0.02  # the veto sits this far below the least similar answerable dev item
 
