@@ -32,15 +32,15 @@ Why `parsed.*` as well as `dense.faiss`: incremental ingest reuses the
 vectors and tokens of unchanged documents, including entries that merging
 folded into a duplicate elsewhere (they come back when that duplicate goes).
 Reading them back from FAISS would only work for flat indexes; a plain .npy
-works for every index type. The price is the vectors stored twice (2 MB for
-the shipped corpus, 218 MB each at 100k entries: 784 MB on disk in all, ingest
-peak RSS 1.1 GB, measured on the synthetic scale corpus); `load` never reads them.
+works for every index type. The price is the vectors stored twice (what that
+costs at 100k entries: `rlhelper bench scale`, eval/DECISIONS.md); `load`
+never reads them.
 
 Why JSON Lines for entries: no pickle (a downloaded index cannot run code),
 greppable, and ~1000 lines parse in a few milliseconds.
 
 FAISS types (`faiss_type` setting): "flat" (IndexFlatIP, exact, the default:
-a query over 100k x 512 floats is a few ms), "hnsw" (IndexHNSWFlat, inner
+fast enough at the scale bench's 100k entries), "hnsw" (IndexHNSWFlat, inner
 product) and "ivf" (IndexIVFFlat) for much larger corpora. Filtered search
 passes a bitmap selector to FAISS; approximate indexes can return fewer hits
 than asked under a tight filter, so the shortfall is filled by an exact search.

@@ -4,8 +4,8 @@ Positives are the answerable dev items, searched as a user would search them.
 Negatives are the unanswerable dev items, plus every answerable dev item
 searched again with the entries that answer it hidden: a near miss, a question
 in scope whose answer is not in the index, which is what most unanswerable
-questions look like. The eval set has 18 unanswerable dev items, too few to
-fit four weights; the near misses add one per answerable item.
+questions look like. The unanswerable dev items alone are too few to fit the
+model's weights; the near misses add one per answerable item.
 
 The model (confidence.py) is fitted on hybrid searches, and its cosine floor
 set just below the least similar answerable dev item. Each mode then gets

