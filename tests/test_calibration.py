@@ -10,7 +10,7 @@ import pytest
 from rlhelper.api import Helper
 from rlhelper.errors import ConfigError
 from rlhelper.measure import calibration
-from rlhelper.measure.evaluate import EvalItem, load_eval_set
+from rlhelper.measure.sets import EvalItem, load_eval_set
 
 REPO = Path(__file__).resolve().parent.parent
 EVAL_FILE = REPO / "eval" / "seeds.jsonl"

@@ -5,7 +5,7 @@ eval/baseline-official.json for the official pages (eval/official.jsonl, on seed
 default index), and eval/baseline-issues.json for problems users reported in GitHub issues
 (eval/issues.jsonl, default index; 23 answerable test items, so one item lost fails it).
 
-A baseline is written by the command it records (`python -m rlhelper.measure.evaluate --write-baseline`,
+A baseline is written by the command it records (`rlhelper eval --write-baseline`,
 with `--set`, `--baseline` and `--collection` for the other sets; default embedder, test split,
 hybrid mode). Raise it deliberately after an improvement; never lower it to make this pass without
 saying why in the commit.
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from rlhelper.measure import evaluate as ev
+from rlhelper.measure import baseline as gate
+from rlhelper.measure import harness
 
 REPO = Path(__file__).resolve().parent.parent
 GATED = [(REPO / "eval" / "seeds.jsonl", REPO / "eval" / "baseline.json"),
@@ -47,7 +48,7 @@ def gate_index(request, tmp_path, collections: list[str]):
 @pytest.mark.parametrize(("eval_file", "baseline_file"), GATED, ids=[f.name for f, _ in GATED])
 def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request, tmp_path, eval_file, baseline_file):
     if not baseline_file.is_file():
-        pytest.skip(f"{baseline_file.name} is absent: write it with `python -m rlhelper.measure.evaluate --write-baseline`")
+        pytest.skip(f"{baseline_file.name} is absent: write it with `rlhelper eval --write-baseline`")
     if not eval_file.is_file():
         pytest.skip(f"{eval_file.name} is absent")
     baseline = json.loads(baseline_file.read_text(encoding="utf-8"))
@@ -56,7 +57,7 @@ def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request, tmp_path, e
     collections = baseline.get("collections") or ["seeds"]
     index = gate_index(request, tmp_path, collections)
 
-    result = ev.run_eval(eval_file, split="test", index=index, collections=collections)
+    result = harness.run_eval(eval_file, split="test", index=index, collections=collections)
 
     assert result.embedder == baseline["embedder"], "baseline was measured with another embedder"
     # Abstention metrics depend on the calibrated threshold: re-calibrating means re-baselining, on purpose.
@@ -65,6 +66,6 @@ def test_hybrid_metrics_on_the_test_split_hold_the_baseline(request, tmp_path, e
             f"the hybrid abstention threshold is {result.thresholds['hybrid']} but the baseline was measured at "
             f"{baseline['abstain_threshold']}: after re-calibrating, rewrite the baseline with "
             f"`{baseline['command']}`")
-    dropped = ev.regressions(result.metrics("hybrid"), baseline["metrics"], baseline.get("tolerance", ev.GATE_TOLERANCE))
+    dropped = gate.regressions(result.metrics("hybrid"), baseline["metrics"], baseline.get("tolerance", gate.GATE_TOLERANCE))
     # Expected entries the index no longer holds (a renamed heading?) explain many drops: show them too.
     assert not dropped, "\n".join([f"metrics fell below {baseline_file.name}:", *dropped, *result.warnings])

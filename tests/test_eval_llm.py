@@ -11,7 +11,7 @@ import pytest
 
 from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
-from rlhelper.measure import evaluate as ev
+from rlhelper.measure import harness, report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -42,30 +42,30 @@ def only_local_traffic(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
-def hybrid(result: ev.EvalResult, item_id: str) -> ev.Outcome:
+def hybrid(result: harness.EvalResult, item_id: str) -> harness.Outcome:
     return next(r.outcomes["hybrid"] for r in result.items if r.item.id == item_id)
 
 
 def test_the_models_no_answer_abstains_and_retrieval_figures_stay(seeds_index, eval_file):
     helper = Helper.load(seeds_index)
-    alone = ev.run_eval(eval_file, helper=helper)
+    alone = harness.run_eval(eval_file, helper=helper)
     assert not hybrid(alone, "a").abstained and hybrid(alone, "u").abstained  # rlhelper's own judgement
     with OpenAIStub(Reply("NO_ANSWER")) as stub:
-        judged = ev.run_eval(eval_file, helper=helper, llm=LLMSettings(base_url=stub.url, model="stub-model"))
+        judged = harness.run_eval(eval_file, helper=helper, llm=LLMSettings(base_url=stub.url, model="stub-model"))
         assert len(stub.requests) == 1  # only the hybrid answer rlhelper did not abstain on is judged
     assert hybrid(judged, "a").abstained and hybrid(judged, "a").llm == "declined"
     assert hybrid(judged, "u").llm is None  # abstained already: the model is not asked
     assert judged.metrics("hybrid")["recall@1"] == alone.metrics("hybrid")["recall@1"] == 1.0  # ranking unchanged
     assert judged.metrics("hybrid")["wrongly_abstained"] == 1.0 and alone.metrics("hybrid")["wrongly_abstained"] == 0.0
     assert judged.metrics("lexical") == alone.metrics("lexical")  # the judge works on hybrid answers only
-    assert "judged by the LLM 'stub-model'" in ev.format_table(judged).splitlines()[0]
+    assert "judged by the LLM 'stub-model'" in report.format_table(judged).splitlines()[0]
     assert judged.to_dict()["items"][0]["modes"]["hybrid"]["llm"] == "declined"
 
 
 def test_a_model_that_fails_keeps_rlhelpers_abstention_and_says_so(seeds_index, eval_file):
     helper = Helper.load(seeds_index)
     with OpenAIStub(Reply(status=500)) as stub:
-        judged = ev.run_eval(eval_file, helper=helper, llm=LLMSettings(base_url=stub.url, model="stub-model"))
+        judged = harness.run_eval(eval_file, helper=helper, llm=LLMSettings(base_url=stub.url, model="stub-model"))
     assert not hybrid(judged, "a").abstained
     assert judged.warnings[-1].startswith("the LLM failed on 1 item(s)") and "HTTP 500" in judged.warnings[-1]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlhelper.api import Helper
-from rlhelper.measure import evaluate as ev
+from rlhelper.measure import harness, sets
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 SETS = ["official", "issues"]
@@ -20,7 +20,7 @@ def test_the_set_is_valid_and_split_by_section(capsys, eval_script, name):
     module = eval_script("split_set")
     spec = module.SETS[name]
     assert module.check(module.load(spec.path), spec) == 0, capsys.readouterr().out
-    items = ev.load_eval_set(spec.path)
+    items = sets.load_eval_set(spec.path)
     side_of = {}
     for item in items:
         if item.expected:  # every item of one section on one side: nothing tuned on dev leaks into test
@@ -31,6 +31,6 @@ def test_the_set_is_valid_and_split_by_section(capsys, eval_script, name):
 
 @pytest.mark.parametrize("name", SETS)
 def test_every_expected_section_is_in_the_index(full_index, name):
-    items = ev.load_eval_set(EVAL / f"{name}.jsonl")
-    _, warnings = ev.evaluate_helper(Helper.load(full_index), items, modes=("lexical",))
+    items = sets.load_eval_set(EVAL / f"{name}.jsonl")
+    _, warnings = harness.evaluate_helper(Helper.load(full_index), items, modes=("lexical",))
     assert warnings == []

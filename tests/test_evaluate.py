@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rlhelper.errors import ConfigError, QueryError
-from rlhelper.measure import evaluate as ev
+from rlhelper.measure import baseline, harness, metrics, report, sets
 from rlhelper.schema import Entry, Hit
 
 # --- metrics ---------------------------------------------------------------------------
@@ -18,57 +18,57 @@ from rlhelper.schema import Entry, Hit
 
 def test_recall_at_k_is_a_hit_rate_over_the_top_k():
     gains = [0, 0, 1, 0, 1]
-    assert [ev.recall_at_k(gains, k) for k in (1, 3, 5)] == [0.0, 1.0, 1.0]
-    assert ev.recall_at_k([], 5) == 0.0
+    assert [metrics.recall_at_k(gains, k) for k in (1, 3, 5)] == [0.0, 1.0, 1.0]
+    assert metrics.recall_at_k([], 5) == 0.0
 
 
 def test_reciprocal_rank_uses_the_first_relevant_hit_within_k():
-    assert ev.reciprocal_rank([0, 1, 1]) == 0.5
-    assert ev.reciprocal_rank([1]) == 1.0
-    assert ev.reciprocal_rank([0] * 10 + [1], k=10) == 0.0
+    assert metrics.reciprocal_rank([0, 1, 1]) == 0.5
+    assert metrics.reciprocal_rank([1]) == 1.0
+    assert metrics.reciprocal_rank([0] * 10 + [1], k=10) == 0.0
 
 
 def test_ndcg_is_one_for_a_perfect_ranking_and_follows_the_formula():
-    assert ev.ndcg_at_k([1, 0, 0], n_relevant=1) == 1.0
-    assert ev.ndcg_at_k([1, 1, 0], n_relevant=2) == pytest.approx(1.0)
+    assert metrics.ndcg_at_k([1, 0, 0], n_relevant=1) == 1.0
+    assert metrics.ndcg_at_k([1, 1, 0], n_relevant=2) == pytest.approx(1.0)
     # one relevant at rank 2, two expected: (1/log2 3) / (1 + 1/log2 3)
-    assert ev.ndcg_at_k([0, 1], n_relevant=2) == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
-    assert ev.ndcg_at_k([0, 0], n_relevant=1) == 0.0
-    assert ev.ndcg_at_k([1], n_relevant=0) == 0.0
+    assert metrics.ndcg_at_k([0, 1], n_relevant=2) == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+    assert metrics.ndcg_at_k([0, 0], n_relevant=1) == 0.0
+    assert metrics.ndcg_at_k([1], n_relevant=0) == 0.0
 
 
 def test_ndcg_ideal_is_capped_at_k():
-    assert ev.ndcg_at_k([1, 1], n_relevant=5, k=2) == pytest.approx(1.0)
+    assert metrics.ndcg_at_k([1, 1], n_relevant=5, k=2) == pytest.approx(1.0)
 
 
 def test_abstention_scores_positive_class_is_should_abstain():
     abstained = [True, True, False, False, True]
     should = [True, False, True, False, False]
-    s = ev.abstention_scores(abstained, should)
+    s = metrics.abstention_scores(abstained, should)
     assert s["abstention_precision"] == pytest.approx(1 / 3)
     assert s["abstention_recall"] == pytest.approx(1 / 2)
     assert s["wrongly_abstained"] == pytest.approx(2 / 3)
 
 
 def test_abstention_scores_are_none_when_undefined():
-    s = ev.abstention_scores([False, False], [False, False])
+    s = metrics.abstention_scores([False, False], [False, False])
     assert s["abstention_precision"] is None and s["abstention_recall"] is None
     assert s["wrongly_abstained"] == 0.0
 
 
 def test_abstention_separation_is_threshold_free():
     # Perfect separation: every unanswerable item is less confident than every answerable one.
-    s = ev.abstention_separation([0.9, 0.8, 0.7], [0.1, 0.2, 0.3, 0.4, 0.5])
+    s = metrics.abstention_separation([0.9, 0.8, 0.7], [0.1, 0.2, 0.3, 0.4, 0.5])
     assert s["abstention_auroc"] == 1.0 and s["wrongly_abstained_at_target"] == 0.0
     # 80 % of 5 unanswerable = 4, the 4th lowest is 0.75: answerable 0.7 and 0.75 fall at or below it.
-    s = ev.abstention_separation([0.9, 0.75, 0.7, 0.95], [0.1, 0.2, 0.3, 0.75, 0.99])
+    s = metrics.abstention_separation([0.9, 0.75, 0.7, 0.95], [0.1, 0.2, 0.3, 0.75, 0.99])
     assert s["wrongly_abstained_at_target"] == pytest.approx(2 / 4)
     # pairs with u < a: 0.9 -> 4, 0.75 -> 3 (+ one tie = 0.5), 0.7 -> 3, 0.95 -> 4; of 20 pairs
     assert s["abstention_auroc"] == pytest.approx((4 + 3.5 + 3 + 4) / 20)
 
 
 def test_abstention_separation_is_none_without_both_classes():
-    s = ev.abstention_separation([0.5], [])
+    s = metrics.abstention_separation([0.5], [])
     assert s == {"abstention_auroc": None, "wrongly_abstained_at_target": None}
 
 
@@ -76,12 +76,12 @@ def test_abstention_separation_is_none_without_both_classes():
 
 
 def test_normalize_heading_strips_markup_and_folds_case_and_space():
-    assert ev.normalize_heading("Error: `ModuleNotFoundError`:  No module named 'sglang'") == \
+    assert sets.normalize_heading("Error: `ModuleNotFoundError`:  No module named 'sglang'") == \
         "error: modulenotfounderror: no module named 'sglang'"
-    assert ev.normalize_heading("**CUDA**  out of   memory") == "cuda out of memory"
-    assert ev.normalize_heading("``ray.init`` hangs") == "ray.init hangs"
-    assert ev.normalize_heading("显存不足：怎么办") == ev.normalize_heading("显存不足:怎么办")
-    assert ev.normalize_heading("gpu_memory_utilization") == "gpu_memory_utilization"
+    assert sets.normalize_heading("**CUDA**  out of   memory") == "cuda out of memory"
+    assert sets.normalize_heading("``ray.init`` hangs") == "ray.init hangs"
+    assert sets.normalize_heading("显存不足：怎么办") == sets.normalize_heading("显存不足:怎么办")
+    assert sets.normalize_heading("gpu_memory_utilization") == "gpu_memory_utilization"
 
 
 @pytest.mark.parametrize(("actual", "expected", "same"), [
@@ -95,7 +95,7 @@ def test_normalize_heading_strips_markup_and_folds_case_and_space():
     ("001_4943b08643600789.txt", "000_17cc8c75aeb7db0e.txt", False),
 ])
 def test_doc_matches(actual, expected, same):
-    assert ev.doc_matches(actual, expected) is same
+    assert sets.doc_matches(actual, expected) is same
 
 
 def entry(doc="000_a.txt", heading="Fix OOM", lang="en", collection="seeds", also_at=None, part=1) -> Entry:
@@ -106,18 +106,18 @@ def entry(doc="000_a.txt", heading="Fix OOM", lang="en", collection="seeds", als
 
 def test_matching_expected_accepts_the_heading_loosely_and_also_at_locations():
     want = [{"doc": "000_a.txt", "heading": "`Fix`  oom"}]
-    assert ev.matching_expected(ev.entry_locations(entry()), want) == {0}
-    assert ev.matching_expected(ev.entry_locations(entry(heading="Other")), want) == set()
-    assert ev.matching_expected(ev.entry_locations(entry(doc="001_b.txt")), want) == set()
+    assert sets.matching_expected(sets.entry_locations(entry()), want) == {0}
+    assert sets.matching_expected(sets.entry_locations(entry(heading="Other")), want) == set()
+    assert sets.matching_expected(sets.entry_locations(entry(doc="001_b.txt")), want) == set()
     merged = entry(doc="002_c.txt", heading="Other", also_at=[{"doc": "000_a.txt", "heading": "Fix OOM"}])
-    assert ev.matching_expected(ev.entry_locations(merged), want) == {0}
+    assert sets.matching_expected(sets.entry_locations(merged), want) == {0}
 
 
 def test_relevance_gains_credit_each_expected_entry_once():
     want = [{"doc": "000_a.txt", "heading": "Fix OOM"}, {"doc": "000_a.txt", "heading": "Lower batch"}]
     ranked = [entry(heading="Other"), entry(part=1), entry(part=2), entry(heading="Lower batch")]
-    assert ev.relevance_gains([ev.entry_locations(e) for e in ranked], want) == [0, 1, 0, 1]
-    assert ev.distinct_expected(want + [{"doc": "000_a.txt", "heading": "fix  oom"}]) == 2
+    assert sets.relevance_gains([sets.entry_locations(e) for e in ranked], want) == [0, 1, 0, 1]
+    assert sets.distinct_expected(want + [{"doc": "000_a.txt", "heading": "fix  oom"}]) == 2
 
 
 # --- the harness on a fake Helper ----------------------------------------------------------
@@ -172,20 +172,20 @@ def eval_file(tmp_path):
 
 @pytest.fixture
 def result(eval_file):
-    return ev.run_eval(eval_file, helper=FakeHelper())
+    return harness.run_eval(eval_file, helper=FakeHelper())
 
 
 def test_load_eval_set_filters_splits_and_keeps_split_less_items(eval_file):
-    assert [i.id for i in ev.load_eval_set(eval_file, split="dev")] == ["a1", "u1", "u2"]
-    assert [i.id for i in ev.load_eval_set(eval_file, split="test")] == ["a2", "a3", "u2", "bad"]
-    assert len(ev.load_eval_set(eval_file)) == len(ITEMS)
+    assert [i.id for i in sets.load_eval_set(eval_file, split="dev")] == ["a1", "u1", "u2"]
+    assert [i.id for i in sets.load_eval_set(eval_file, split="test")] == ["a2", "a3", "u2", "bad"]
+    assert len(sets.load_eval_set(eval_file)) == len(ITEMS)
 
 
 def test_load_eval_set_names_the_bad_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"id": "x", "query": "q", "expected": []}\n{"id": "y"}\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=":2:"):
-        ev.load_eval_set(path)
+        sets.load_eval_set(path)
 
 
 def test_run_eval_metrics_by_mode(result):
@@ -221,7 +221,7 @@ def test_documents_with_the_same_file_name_get_rows_of_their_own(tmp_path):
              for i, doc in enumerate(["rlinf/faq.rst", "verl/faq.rst", "verl/faq.rst"])]
     path = tmp_path / "pages.jsonl"
     path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
-    by_doc = ev.run_eval(path, helper=FakeHelper()).breakdown("doc")
+    by_doc = harness.run_eval(path, helper=FakeHelper()).breakdown("doc")
     assert {doc: row["n"] for doc, row in by_doc.items()} == {"rlinf/faq.rst": 1, "verl/faq.rst": 2}
 
 
@@ -246,7 +246,7 @@ def test_collections_filter_reaches_the_helper_and_unknown_expected_entries_warn
     path.write_text(json.dumps({"id": "t", "query": "oom in rollout", "expected": [
         {"doc": "000_a.txt", "heading": "No such heading"}]}) + "\n", encoding="utf-8")
     helper = FakeHelper()
-    result = ev.run_eval(path, helper=helper, collections=["seeds"], modes=("hybrid",))
+    result = harness.run_eval(path, helper=helper, collections=["seeds"], modes=("hybrid",))
     assert helper.calls == [("oom in rollout", "hybrid", ["seeds"])]
     assert result.warnings and "No such heading" in result.warnings[0]
 
@@ -262,14 +262,14 @@ def test_expected_documents_the_index_lacks_are_named_first_with_the_collection_
              for n in range(12)]
     items.append({"id": "typo", "query": "oom in rollout", "expected": [{"doc": "000_a.txt", "heading": "Fix OOOM"}]})
     path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
-    result = ev.run_eval(path, helper=FakeHelper(), modes=("hybrid",))
+    result = harness.run_eval(path, helper=FakeHelper(), modes=("hybrid",))
     note = result.warnings[0]
-    assert note.startswith(ev.MISSING_DOCUMENTS) and "verl/faq.rst" in note and "--collection official" in note
+    assert note.startswith(harness.MISSING_DOCUMENTS) and "verl/faq.rst" in note and "--collection official" in note
     assert f"under {corpus}:" in note
     assert "000_a.txt" not in note  # that document is indexed: its item has a wrong heading, not a missing page
-    table = ev.format_table(result).splitlines()
+    table = report.format_table(result).splitlines()
     assert table[1] == f"warning: {note}"  # above the figures it explains
-    assert sum(line.startswith("warning: ") for line in table) == 1 + ev.WARNINGS_SHOWN
+    assert sum(line.startswith("warning: ") for line in table) == 1 + report.WARNINGS_SHOWN
     assert table[-1].startswith("... and 3 more warnings")  # 13 item warnings, 10 shown
 
 
@@ -279,7 +279,7 @@ def test_expected_documents_the_index_lacks_are_named_first_with_the_collection_
 def test_choose_threshold_maximises_correct_abstentions_within_the_budget():
     answerable = [0.9, 0.8, 0.7, 0.6, 0.55] * 4  # 20 items: 1 may be abstained (5 %)
     unanswerable = [0.1, 0.3, 0.5, 0.65]
-    t = ev.choose_threshold(answerable, unanswerable)
+    t = metrics.choose_threshold(answerable, unanswerable)
     assert all(c >= t for c in answerable)  # no room: abstaining on 0.55 costs 4 answerable items
     assert sum(c < t for c in unanswerable) == 3
     assert 0.5 < t < 0.55
@@ -287,27 +287,27 @@ def test_choose_threshold_maximises_correct_abstentions_within_the_budget():
 
 def test_choose_threshold_uses_the_allowed_wrong_abstentions():
     answerable = [0.2] + [0.9] * 19
-    t = ev.choose_threshold(answerable, [0.4])
+    t = metrics.choose_threshold(answerable, [0.4])
     assert 0.4 < t < 0.9
 
 
 def test_regressions_flag_drops_beyond_tolerance_only():
-    baseline = {"recall@1": 0.80, "mrr@10": 0.85, "abstention_precision": None}
-    assert ev.regressions({"recall@1": 0.79, "mrr@10": 0.90, "abstention_precision": 0.1}, baseline) == []
-    bad = ev.regressions({"recall@1": 0.77, "mrr@10": None}, baseline)
+    before = {"recall@1": 0.80, "mrr@10": 0.85, "abstention_precision": None}
+    assert baseline.regressions({"recall@1": 0.79, "mrr@10": 0.90, "abstention_precision": 0.1}, before) == []
+    bad = baseline.regressions({"recall@1": 0.77, "mrr@10": None}, before)
     assert len(bad) == 2 and bad[0].startswith("recall@1")
 
 
 def test_baseline_of_holds_the_gated_metrics(result):
-    base = ev.baseline_of(result)
-    assert set(base["metrics"]) == set(ev.GATED_METRICS) and base["mode"] == "hybrid"
+    base = baseline.baseline_of(result)
+    assert set(base["metrics"]) == set(baseline.GATED_METRICS) and base["mode"] == "hybrid"
 
 
 # --- output ---------------------------------------------------------------------------------
 
 
 def test_format_table_shows_modes_and_breakdowns(result):
-    text = ev.format_table(result)
+    text = report.format_table(result)
     assert "Recall@1" in text and "lexical" in text and "hybrid" in text
     assert "By document" in text and "Cross-lingual" in text
     # per group, the share of answerable items abstained on: a3 (000_a) abstained, a1 did not
@@ -324,7 +324,7 @@ def _fmt_slash(values) -> str:
 
 
 def test_write_report_writes_markdown_chart_and_json(result, tmp_path):
-    paths = ev.write_report(result, tmp_path / "reports")
+    paths = report.write_report(result, tmp_path / "reports")
     names = {p.name for p in paths}
     assert {"latest-all.md", "latest-all.png", "latest-all.json"} <= names
     md = (tmp_path / "reports" / "latest-all.md").read_text(encoding="utf-8")
@@ -344,9 +344,9 @@ def test_chart_adds_an_abstention_panel_only_for_sets_with_unanswerable_items(re
     answerable_only = tmp_path / "answerable.jsonl"
     answerable_only.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS if i["expected"]),
                                encoding="utf-8")
-    without = ev.run_eval(answerable_only, helper=FakeHelper())
+    without = harness.run_eval(answerable_only, helper=FakeHelper())
     assert without.metrics("hybrid")["n_unanswerable"] == 0 < result.metrics("hybrid")["n_unanswerable"]
-    widths = {name: imread(ev.write_chart(r, tmp_path / f"{name}.png")).shape[1]
+    widths = {name: imread(report.write_chart(r, tmp_path / f"{name}.png")).shape[1]
               for name, r in (("with", result), ("without", without))}
     assert widths["with"] > widths["without"]
 
@@ -354,7 +354,7 @@ def test_chart_adds_an_abstention_panel_only_for_sets_with_unanswerable_items(re
 def test_thresholds_record_the_helpers_override(eval_file):
     helper = FakeHelper()
     helper.retriever = SimpleNamespace(threshold=0.4)
-    result = ev.run_eval(eval_file, helper=helper, modes=("hybrid", "dense"))
+    result = harness.run_eval(eval_file, helper=helper, modes=("hybrid", "dense"))
     assert result.thresholds == {"hybrid": 0.4, "dense": 0.4}
-    assert ev.baseline_of(result)["abstain_threshold"] == 0.4
-    assert "abstain below hybrid 0.400" in ev.format_table(result)
+    assert baseline.baseline_of(result)["abstain_threshold"] == 0.4
+    assert "abstain below hybrid 0.400" in report.format_table(result)

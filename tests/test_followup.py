@@ -157,7 +157,7 @@ def test_small_talk_gets_a_word_back_not_a_search():
 
 
 def test_small_talk_between_questions_leaves_the_topic_and_a_new_question_stands_alone(helper):
-    from rlhelper.measure.evaluate import asked_before
+    from rlhelper.measure.harness import asked_before
 
     previous = asked_before(helper, ["weight sync timed out between the trainer and sglang", "thanks"])
     assert previous.citations[0].heading == "Error: Weight sync timed out"

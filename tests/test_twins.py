@@ -11,7 +11,7 @@ from test_cli import ask_json, cli_env, rlhelper  # noqa: F401
 
 from rlhelper import Helper
 from rlhelper.ingest import twins
-from rlhelper.measure import evaluate
+from rlhelper.measure import sets
 from rlhelper.schema import Entry
 
 GCS_ZH = ("001_4943b08643600789.txt", "无法连接 GCS（ip:port）")
@@ -126,7 +126,7 @@ def test_json_and_text_name_the_twin(full_index):
 
 def test_the_eval_counts_a_hit_on_a_twin(full):
     shown = entry_at(full, *GCS_EN)
-    gains = evaluate.relevance_gains([evaluate.entry_locations(shown)], [{"doc": GCS_ZH[0], "heading": GCS_ZH[1]}])
+    gains = sets.relevance_gains([sets.entry_locations(shown)], [{"doc": GCS_ZH[0], "heading": GCS_ZH[1]}])
     assert gains == [1]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import math
 import os
 import subprocess
 import sys
@@ -48,16 +47,6 @@ def raw_get(url: str, path: str) -> tuple[int, bytes]:
         return resp.status, resp.read()
     finally:
         conn.close()
-
-
-# -- percentiles (pure) -----------------------------------------------------------------------
-
-
-def test_percentiles():
-    assert loadtest.percentiles([3, 1, 2, 4, 5], (50, 95, 100)) == {50: 3, 95: pytest.approx(4.8), 100: 5}
-    assert loadtest.percentiles([7.0]) == {50: 7.0, 95: 7.0}
-    assert loadtest.percentiles(list(range(1, 101)), (0, 50)) == {0: 1, 50: pytest.approx(50.5)}
-    assert all(math.isnan(v) for v in loadtest.percentiles([]).values())
 
 
 # -- the server ---------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ import numpy as np
 from rlhelper import config
 from rlhelper.api import Helper
 from rlhelper.measure.calibration import collect
-from rlhelper.measure.evaluate import eval_index, load_eval_set
+from rlhelper.measure.harness import eval_index
+from rlhelper.measure.sets import load_eval_set
 from rlhelper.search.confidence import Signals
 
 EVAL = config.REPO_ROOT / "eval"

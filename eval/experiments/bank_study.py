@@ -16,7 +16,7 @@ from pathlib import Path
 import rlhelper.search.retrieve as retrieve
 from rlhelper import config
 from rlhelper.api import Helper
-from rlhelper.measure.evaluate import eval_index, run_eval
+from rlhelper.measure.harness import eval_index, run_eval
 
 EVAL = config.REPO_ROOT / "eval"
 SETS = (("seeds", EVAL / "seeds.jsonl", None), ("official", EVAL / "official.jsonl", "default"),

@@ -50,13 +50,8 @@ from rlhelper.api import Helper
 from rlhelper.index import lexical
 from rlhelper.index.embed import Embedder, embed_entries
 from rlhelper.measure.calibration import answering_rows
-from rlhelper.measure.evaluate import (
-    choose_threshold,
-    entry_locations,
-    first_relevant_rank,
-    load_eval_set,
-    relevance_gains,
-)
+from rlhelper.measure.metrics import choose_threshold, first_relevant_rank
+from rlhelper.measure.sets import entry_locations, load_eval_set, relevance_gains
 from rlhelper.search import glossary
 from rlhelper.search.confidence import ConfidenceModel, Signals, fit_logistic
 from rlhelper.search.fusion import boost, reciprocal_rank_fusion

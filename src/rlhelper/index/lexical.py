@@ -7,7 +7,8 @@
     BM25Index.build(token_lists)                 -> index; .search(tokens, k, allowed) -> (ids, scores)
     index.save(folder) / BM25Index.load(folder)  -> bm25.npz + bm25_vocab.json, no pickle
 
-Tokenizer trade-offs:
+Tokenizer trade-offs (the measurements behind them, and the commands, are in
+eval/DECISIONS.md):
 
 * Error identifiers are kept whole *and* split. A pasted
   `actor_rollout_ref.rollout.gpu_memory_utilization` should hit the entry that
@@ -17,21 +18,16 @@ Tokenizer trade-offs:
   and `--sglang-mem-fraction-static`. Hyphenated names also get a snake_case
   spelling because slime's docs write the same setting both ways
   (`--max-tokens-per-gpu` and `max_tokens_per_gpu`, qa.md item 3).
-* Chinese is cut into overlapping character bigrams, not jieba words.
-  Measured on this machine (2 cores): `jieba.initialize()` takes 1.7-3.3 s
-  even from its cache, more than the whole 1.5 s budget of `rlhelper ask`,
-  while bigrams cost nothing to load. Index and query must be tokenized the
+* Chinese is cut into overlapping character bigrams, not jieba words:
+  loading jieba costs more than the whole time budget of `rlhelper ask`,
+  bigrams cost nothing to load, and index and query must be tokenized the
   same way, so jieba could not be kept for documents only. Bigrams are the
-  classic segmentation-free choice for Chinese IR, and they ranked as well:
-  BM25 over this corpus's 500 entries, 40 questions written against the docs
-  (18 Chinese), MRR@10 0.957 with bigrams vs 0.948 with jieba words; on 12
-  cross-language questions 0.82 vs 0.88 (one question apart). Adding
-  unigrams to the bigrams lowered it (0.906 vs 0.928 without glossary). A
-  one-character run becomes a unigram.
+  classic segmentation-free choice for Chinese IR, and they ranked as well
+  (adding unigrams ranked worse). A one-character run becomes a unigram.
 * Stemming is a light plural strip (GPUs -> gpu, weights -> weight), only on
-  plain words and identifier parts; whole identifiers are never altered.
-  Same questions: MRR@10 0.928 with it, 0.919 without. The heading counted
-  three times (twice added, once in the body) scored best of 1-4 times.
+  plain words and identifier parts; whole identifiers are never altered (a
+  stemmer cost error strings the word forms that tell them apart). The
+  heading is counted three times (twice added, once in the body).
 * Word pairs of the heading ("phrases") are indexed as extra terms, and a
   query's word pairs are searched for. Headings name the error, and near
   neighbours share its words in another order: `reward_spec field is
@@ -39,16 +35,16 @@ Tokenizer trade-offs:
   of memory during generation" against "... out of memory on startup". A
   pair only matches the words in that order, so the exact error wins the
   tie. Pairs come from headings only: body pairs doubled the postings for no
-  measurable gain. On the eval's dev split (hybrid): R@1 0.866 -> 0.879.
+  measurable gain.
 * Stopwords are a short English list. "no", "not", "cannot" and "out" stay:
   error messages turn on them ("No module named", "timed out").
 
 BM25 trade-offs: postings are CSR arrays in numpy (term -> doc ids + the
 per-posting term-frequency factor, precomputed at build time because k1 and b
-are fixed per index), so a query is one vectorised gather-add per query term:
-a few milliseconds at 100k documents, no scipy needed. Query terms repeated in
-a pasted log count with 1 + ln(qtf), so one word repeated fifty times cannot
-drown the rest. Only documents that match at least one term are returned.
+are fixed per index), so a query is one vectorised gather-add per query term,
+fast enough at the scale bench's 100k entries without scipy. Query terms
+repeated in a pasted log count with 1 + ln(qtf), so one word repeated fifty
+times cannot drown the rest. Only documents that match at least one term are returned.
 """
 
 from __future__ import annotations

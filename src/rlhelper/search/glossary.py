@@ -20,21 +20,18 @@ matches when its tokens occur contiguously in the query's tokens (an
 identifier's parts count: `weight_sync_timeout` holds "weight sync" and
 "timeout"; Chinese terms are matched as runs of character bigrams).
 
-What a match adds, measured with BM25 on 12 cross-language questions written
-against the docs (Chinese questions whose answer is in an English page and
-the reverse): the glossary lifts the Chinese ones from MRR@10 0.27 to 0.70
-and leaves the English ones at 1.0.
+What a match adds (the figures, on cross-language questions and on the eval's
+dev split, are in eval/DECISIONS.md):
 
 * A Chinese term adds the English terms' tokens: 显存不足 -> oom, out, memory.
 * An English term adds the Chinese terms' tokens when the query itself
   contains Chinese ("rollout 的时候 OOM 了" -> 显存不足). In a purely English
   query the added bigrams, rare in a mostly English corpus and so weighted
   high by IDF, pulled Chinese entries above the English ones for
-  "CUDA out of memory" (English MRR 1.0 -> 0.73) at full weight; so they
-  are offered separately (`cross_language`) and searched at half weight
-  (retrieve.py). On the eval's dev split that lifts English questions about
-  the Chinese RLinf FAQ ("gloo timed out in recv") without costing English
-  ones: hybrid R@1 0.870 -> 0.883, cross-lingual 0.805 -> 0.854.
+  "CUDA out of memory" at full weight; so they are offered separately
+  (`cross_language`) and searched at half weight (retrieve.py), which lifts
+  English questions about the Chinese RLinf FAQ ("gloo timed out in recv")
+  without costing English ones.
 * One-token synonyms in the same language are added (oom, ckpt/checkpoint,
   grad/gradient); multi-word ones are not ("timeout" would bring "time" and
   "out", and "out" pulls in every out-of-memory entry).

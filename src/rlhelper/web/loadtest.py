@@ -17,7 +17,6 @@ import contextlib
 import io
 import itertools
 import json
-import math
 import socket
 import tempfile
 import threading
@@ -26,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+
+from ..measure.timing import percentile
 
 MAX_CLIENTS = 200
 MAX_QUESTIONS = 1000
@@ -50,20 +51,6 @@ QUESTIONS = [
 
 class LoadError(Exception):
     """One request that did not give a complete answer."""
-
-
-def percentiles(values: list[float], points=(50, 95)) -> dict[int, float]:
-    """Percentiles by linear interpolation between closest ranks (numpy's default); NaN when empty."""
-    ordered = sorted(values)
-    out = {}
-    for p in points:
-        if not ordered:
-            out[p] = math.nan
-            continue
-        rank = (len(ordered) - 1) * p / 100
-        low, high = math.floor(rank), math.ceil(rank)
-        out[p] = ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-    return out
 
 
 def ask_once(client: httpx.Client, base: str, question: str) -> float:
@@ -134,7 +121,7 @@ def run_load(url: str, clients: int = 20, questions: int = 10, timeout: float = 
     with ThreadPoolExecutor(max_workers=clients) as executor:
         list(executor.map(client_run, range(clients)))
     wall = time.perf_counter() - started
-    p = percentiles(times, (50, 95, 99))
+    p = {q: percentile(times, q) for q in (50, 95, 99)}
     return {
         "url": base,
         "clients": clients,

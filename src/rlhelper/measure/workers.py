@@ -1,0 +1,28 @@
+"""The bench's worker processes: `python -m rlhelper.measure.workers <task> <json args>` prints one JSON line.
+
+timing.run_worker starts them by name, so neither bench nor synthetic imports
+the other to run its figures in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from . import bench, synthetic, timing
+
+WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search, **synthetic.WORKERS}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 2 or argv[0] not in WORKERS:
+        print(f"usage: python -m {timing.WORKERS_MODULE} {{{','.join(WORKERS)}}} JSON", file=sys.stderr)
+        return 2
+    print(json.dumps(WORKERS[argv[0]](**json.loads(argv[1]))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
