@@ -142,3 +142,17 @@ def eval_script():
         return module
 
     return load
+
+
+# --- the quick loop: `pytest -m "not slow"` -------------------------------------------
+
+# Building a real index loads the embedding model and embeds a corpus: whatever needs one
+# is slow by nature, so it is marked here once instead of in every test that uses it.
+REAL_INDEX_FIXTURES = {"usem3_cache_dir", "seeds_index", "full_index"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if REAL_INDEX_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("browser") \
+                or item.get_closest_marker("st"):
+            item.add_marker(pytest.mark.slow)

@@ -177,6 +177,7 @@ MB = 1_000_000
     ],
     ids=["huge-line", "brackets", "code-spans", "unclosed-fences", "targets", "titles"],
 )
+@pytest.mark.slow
 def test_parsing_a_megabyte_of_pathological_text_takes_bounded_time(text, fmt):
     assert len(text) >= 0.9 * MB
     start = time.process_time()  # CPU time: other processes on a busy machine do not count
@@ -185,6 +186,7 @@ def test_parsing_a_megabyte_of_pathological_text_takes_bounded_time(text, fmt):
     assert sections and len(warnings) <= 11  # unclosed-fence warnings are capped
 
 
+@pytest.mark.slow
 def test_a_megabyte_line_is_split_and_counted_without_crashing():
     # tiktoken's pre-tokenizer overflows its regex stack on a megabyte of spaces.
     entries, _ = build("## A\n\n`" + " " * MB + "x\n")

@@ -14,6 +14,8 @@ from openai_stub import OpenAIStub, Reply
 from rlhelper.ingest.pipeline import ingest
 from rlhelper.schema import MAX_QUOTED_CHARS
 
+pytestmark = pytest.mark.slow  # builds indexes of megabyte sections
+
 LINES = 70_000  # ~5.2 MB
 
 

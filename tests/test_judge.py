@@ -96,6 +96,7 @@ def test_build_data_labels_each_kind_of_pair(tiny_helper, monkeypatch, tmp_path)
     assert data.read(tmp_path / "a.jsonl") == pairs
 
 
+@pytest.mark.slow
 def test_the_unanswerable_set_is_in_shape_and_copies_no_eval_query():
     rows = data.read_unanswerable()
     assert 400 <= len(rows) <= 500 and len({r["id"] for r in rows}) == len(rows)
@@ -107,6 +108,7 @@ def test_the_unanswerable_set_is_in_shape_and_copies_no_eval_query():
     assert data.copies([r["query"] for r in rows], data.eval_queries()) == []  # compared, never shown
 
 
+@pytest.mark.slow
 def test_the_commands_print_counts(tiny_helper, monkeypatch, tmp_path):
     from click.testing import CliRunner
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import pytest
 from clirun import cli_env, rlhelper
 
 from rlhelper.ingest import twins
 from rlhelper.schema import Entry
+
+pytestmark = pytest.mark.slow  # aligns pages at the section limit
 
 
 def pages(sections: int, docs=("a.md", "b.md"), seed: int = 0) -> tuple[list[Entry], np.ndarray]:

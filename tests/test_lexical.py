@@ -311,6 +311,7 @@ def test_empty_corpus_and_empty_documents():
     assert list(idx.search(["nccl"], k=3)[0]) == [1]
 
 
+@pytest.mark.slow
 def test_query_is_fast_on_many_documents():
     rng = np.random.default_rng(0)
     vocab = np.array([f"t{i}" for i in range(5_000)])

@@ -298,6 +298,7 @@ MB = 1_000_000
     ],
     ids=["questions", "late-failure", "many-lists"],
 )
+@pytest.mark.slow
 def test_a_megabyte_of_question_lists_parses_in_bounded_time(text, count):
     assert len(text) >= 0.9 * MB
     start = time.process_time()  # CPU time: other processes on a busy machine do not count

@@ -273,6 +273,7 @@ def test_result_is_frozen():
 # --- size limits ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_one_megabyte_log_is_cut_to_its_tail_with_a_notice():
     chatter = "(WorkerDict pid=4242, ip=10.0.0.3) INFO 03-01 12:00:01 [model_runner.py:1234] step 12 loss=0.123\n"
     raw = chatter * (1_048_576 // len(chatter)) + CHAINED_TRACEBACK
@@ -286,6 +287,7 @@ def test_one_megabyte_log_is_cut_to_its_tail_with_a_notice():
 
 @pytest.mark.parametrize("raw", ["x" * 1_048_576, "a/" * 524_288, "[" * 1_048_576, "\n" * 1_048_576,
                                  'File "x", line 1\n' * 60_000, "trainer." * 131_072])
+@pytest.mark.slow
 def test_hostile_megabyte_inputs_finish(raw):
     started = time.process_time()  # CPU time: other processes on a busy machine do not count
     q = normalize_query(raw)
@@ -335,6 +337,7 @@ def test_is_binary(raw, binary):
     assert is_binary(raw) is binary
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=3000))
 def test_never_raises_and_stays_within_budget(raw):

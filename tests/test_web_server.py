@@ -161,6 +161,7 @@ def test_ui_app_script_serves_the_same_app(seeds_index, tmp_path):
     assert "share=True" not in "".join(printed)  # no hint at a public link
 
 
+@pytest.mark.slow
 def test_ui_app_script_reports_a_missing_index(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "ui" / "app.py"), "--index", str(tmp_path / "nothing")],
                           capture_output=True, text=True, timeout=120)
