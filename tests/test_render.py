@@ -161,8 +161,9 @@ def test_relative_links_keep_their_label_and_an_encoded_quote_is_no_link():
 
 
 def test_code_is_highlighted_by_its_language_and_left_plain_without_one():
-    bash = markup.highlight('pip install x  # why\necho "RuntimeError"', "sh")
+    bash = markup.highlight('pip install x  # why\necho "RuntimeError"\nexport T=1800  # 30 minutes', "sh")
     assert '<span class="tok-c"># why' in bash and '<span class="tok-k">echo</span>' in bash
+    assert bash.endswith('<span class="tok-c"># 30 minutes</span>')  # a comment on the last line too
     assert markup.highlight("x < 1", "no-such-language") == "x &lt; 1"
     assert markup.highlight("RuntimeError: boom", "") == "RuntimeError: boom"
     assert "<span" not in markup.highlight("import os\n" * 3000, "python")  # too long to colour

@@ -97,16 +97,18 @@ def highlight(code: str, lang: str | None) -> str:
     from pygments.util import ClassNotFound
 
     try:
-        lexer = get_lexer_by_name(_LEXER_NAMES.get(name, name), stripnl=False, ensurenl=False)
+        lexer = get_lexer_by_name(_LEXER_NAMES.get(name, name), stripnl=False)
     except ClassNotFound:
         return esc(code)
     runs: list[list] = []  # [class, text]: neighbouring tokens of one class make one span
-    for kind, text in lexer.get_tokens(code):
-        cls = _token_class(kind)
+    for kind, text in lexer.get_tokens(code):  # the lexer ends the code with a line break: lexers
+        cls = _token_class(kind)               # match a comment up to one
         if runs and runs[-1][0] == cls:
             runs[-1][1] += text
         else:
             runs.append([cls, text])
+    if not code.endswith("\n") and runs and runs[-1][1].endswith("\n"):
+        runs[-1][1] = runs[-1][1][:-1]
     return "".join(f'<span class="{cls}">{esc(text)}</span>' if cls else _plain(text) for cls, text in runs)
 
 
