@@ -150,6 +150,14 @@ def test_rst_titles_directives_literal_blocks_and_grid_tables():
     assert "target" not in html and "comment" not in html and "two lines" not in html
     assert '<pre class="rl-table">+---+---+&#10;| a | b |&#10;+---+---+</pre>' in html
     assert "<p>Example</p>" in html and "<pre><code>x = 1</code></pre>" in html
+    for fence in ("```", "~~~"):  # a Markdown fence right under a line is no title underline
+        fenced = render.markdown_html(f"Run:\n{fence}\nray stop\n{fence}\n")
+        assert fenced.startswith("<p>Run:</p>") and "<pre><code>ray stop</code></pre>" in fenced
+
+
+def test_a_section_cut_from_inside_a_list_item_is_text_not_code():
+    html = render.markdown_html("    Saves one file per `rollout`.\n\n      More text, indented deeper.\n")
+    assert html == "<p>Saves one file per <code>rollout</code>.</p><p>More text, indented deeper.</p>"
 
 
 def test_relative_links_keep_their_label_and_an_encoded_quote_is_no_link():

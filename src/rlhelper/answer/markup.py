@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 from functools import cache
 from urllib.parse import unquote
 
@@ -67,6 +68,7 @@ def code_language(lang: str | None) -> str:
     return re.sub(r"[^\w+-]", "", (lang or "").lower())[:20]
 
 
+@cache
 def _token_class(kind) -> str:
     from pygments.token import Comment, Generic, Keyword, Name, Number, String
 
@@ -230,6 +232,9 @@ def _parser():
 
     md = MarkdownIt("commonmark", {"html": False, "xhtmlOut": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
+    # No indented code blocks: an entry is a section cut from a document and may start inside a list
+    # item, indented; code in these docs is fenced, or an rst literal block (rst_rules).
+    md.disable("code")
     md.validateLink = _link_allowed
     rst_rules.use(md)
     md.core.ruler.push("rl_text_links", _text_links)
@@ -247,7 +252,8 @@ def markdown_html(text: str, refs: dict[int, str | None] | None = None) -> str:
 
     `refs` maps citation numbers to URLs: "[n]" becomes a numbered link.
     """
-    rendered = _parser().render(_source(text), {"refs": refs or {}, "links": True})
+    # An entry cut from inside a list is indented as a whole: its own indentation means nothing.
+    rendered = _parser().render(textwrap.dedent(_source(text)), {"refs": refs or {}, "links": True})
     return rendered.replace("\n", "")  # only the renderer's own line ends: text and code carry none
 
 

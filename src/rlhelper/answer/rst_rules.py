@@ -71,11 +71,15 @@ def title(state, start: int, end: int, silent: bool) -> bool:
         return False
     first, second = _line(state, start), _line(state, start + 1)
     over = _ADORNMENT.match(first)
+    if over and over.group(1) in "`~":
+        return False  # a Markdown code fence
     if over and start + 2 < end and second.strip() and (under := _ADORNMENT.match(_line(state, start + 2))):
         if under.group(1) != over.group(1):
             return False
         text, lines = second.strip(), 3
-    elif not over and first.strip() and not _LIST_ITEM.match(first) and _ADORNMENT.match(second):
+    elif not over and first.strip() and not _LIST_ITEM.match(first) and (under := _ADORNMENT.match(second)):
+        if under.group(1) in "`~" and start + 2 < end and not _blank(state, start + 2):
+            return False  # "Run:" over a Markdown code fence, not a title
         text, lines = first.strip(), 2
     else:
         return False
@@ -178,7 +182,7 @@ def link(state, silent: bool) -> bool:
 def use(md) -> None:
     """Add the rules to a MarkdownIt parser, ahead of the CommonMark rules they must pre-empt."""
     md.block.ruler.before("table", "rst_table", grid_table)
-    md.block.ruler.before("code", "rst_literal", literal_block)
+    md.block.ruler.before("fence", "rst_literal", literal_block)
     md.block.ruler.before("fence", "rst_title", title)
     md.block.ruler.before("fence", "rst_directive", directive)
     md.inline.ruler.before("backticks", "rst_link", link)
