@@ -176,7 +176,6 @@ def _render_rules() -> dict:
         "code_inline": lambda self, tokens, idx, options, env: f"<code>{esc(tokens[idx].content)}</code>",
         "fence": lambda self, tokens, idx, options, env: code_block(tokens[idx].content,
                                                                     (tokens[idx].info.split() or [""])[0]),
-        "code_block": lambda self, tokens, idx, options, env: code_block(tokens[idx].content),
         "image": lambda self, tokens, idx, options, env: esc(f"![{tokens[idx].content}]({tokens[idx].attrGet('src')})"),
         "softbreak": lambda self, tokens, idx, options, env: " ",
         "hardbreak": lambda self, tokens, idx, options, env: "<br>",
