@@ -24,9 +24,9 @@ from rlhelper.cli import main as cli_group
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clirun import one_line_error  # noqa: E402
 from openai_stub import OpenAIStub, Reply  # noqa: E402
+from schema_doc import documented_schema  # noqa: E402
 
 RLHELPER = str(Path(sys.executable).with_name("rlhelper"))  # the console script pip installed
-SCHEMA_DOC = Path(__file__).resolve().parent.parent / "docs" / "json-schema.md"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LIMIT = 120  # seconds: a bound that ends a hung test, never a measurement
 
@@ -136,22 +136,6 @@ def test_ask_without_a_matching_entry_abstains_and_lists_related(seeds_index, vi
 # -- --json --------------------------------------------------------------------------------------
 
 
-def documented_schema() -> dict[str, set[str]]:
-    """Field names from docs/json-schema.md: "top" (and "batch" for batch-only ones), plus the
-    `{...}` key lists given for parts, citations, hits and also_at."""
-    text = SCHEMA_DOC.read_text(encoding="utf-8")
-    schema: dict[str, set[str]] = {"top": set(), "batch": set()}
-    for name, meaning in re.findall(r"^\| `(\w+)` \| [^|]+ \| (.*) \|$", text, re.MULTILINE):
-        schema["batch" if meaning.startswith("batch mode only") else "top"].add(name)
-        keys = re.search(r"`\{([^}]*)\}`", meaning)
-        if keys:
-            schema[name] = {k.split(":")[0].strip() for k in keys.group(1).split(",")}
-    for name in ("also_at", "twins"):
-        keys = re.search(rf"`{name}` lists [^`]*`\{{([^}}]*)\}}`", text)
-        schema[name] = {k.strip() for k in keys.group(1).split(",")}
-    return schema
-
-
 def test_json_output_is_exactly_the_documented_schema(full_index):
     schema = documented_schema()
     assert {"parts", "citations", "hits", "also_at"} <= schema.keys()
@@ -179,7 +163,7 @@ def test_json_output_is_exactly_the_documented_schema(full_index):
 
 def test_a_weak_match_is_flagged_in_text_and_json(seeds_index, tmp_path):
     # A user calibration whose weak band reaches the top: every answer is a weak match.
-    shipped = json.loads((SCHEMA_DOC.parent.parent / "src" / "rlhelper" / "data" / "calibration.json").read_text(encoding="utf-8"))
+    shipped = json.loads((Path(__file__).resolve().parent.parent / "src" / "rlhelper" / "data" / "calibration.json").read_text(encoding="utf-8"))
     model = shipped["models"]["usem3"]
     model["weak_ceilings"] = {mode: 1.0 for mode in model["thresholds"]}
     calibration = tmp_path / "calibration.json"

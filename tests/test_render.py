@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlhelper.answer import html as render
+from rlhelper.answer import markup
 from rlhelper.answer.extractive import build_answer, citation_for
 from rlhelper.answer.model import RELATED_SHOWN
 from rlhelper.schema import Entry, Hit
@@ -19,7 +20,7 @@ EVIL = (Path(__file__).parent / "hostile" / "evil.md").read_text(encoding="utf-8
 # Every tag render.py itself writes; anything else in the output came from a document.
 OUR_TAGS = {"p", "br", "h3", "h4", "h5", "h6", "strong", "em", "code", "pre", "div", "span", "button", "a",
             "sup", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "blockquote", "hr",
-            "details", "summary"}
+            "details", "summary", "s"}
 
 
 def tags(html: str) -> set[str]:
@@ -136,6 +137,44 @@ def test_headings_lists_tables_and_inline_markup():
     assert 'href="https://ex.com/a"' in html and "a</a>." in html  # trailing period is not part of the URL
     assert "<ol><li>first</li><li>second</li></ol>" in html
     assert "<th>a</th>" in html and "<td><code>c</code></td>" in html
+
+
+def test_rst_titles_directives_literal_blocks_and_grid_tables():
+    rst = ("Section\n~~~~~~~\n\n.. note:: Before upgrading\n\n   Run ``ray stop``.\n\n"
+           ".. image:: https://example.com/p.png\n   :width: 10\n\n.. _target:\n\n.. a comment\n   on two lines\n\n"
+           "+---+---+\n| a | b |\n+---+---+\n\nExample ::\n\n  x = 1\n")
+    html = render.markdown_html(rst)
+    assert html.startswith("<h4>Section</h4>")  # a ~ underline is a title, not a code fence
+    assert '<p class="rl-directive"><strong>Note: Before upgrading</strong></p><p>Run <code>ray stop</code>.</p>' in html
+    assert '<p class="rl-directive">.. image:: https://example.com/p.png</p>' in html and "width" not in html
+    assert "target" not in html and "comment" not in html and "two lines" not in html
+    assert '<pre class="rl-table">+---+---+&#10;| a | b |&#10;+---+---+</pre>' in html
+    assert "<p>Example</p>" in html and "<pre><code>x = 1</code></pre>" in html
+    for fence in ("```", "~~~"):  # a Markdown fence right under a line is no title underline
+        fenced = render.markdown_html(f"Run:\n{fence}\nray stop\n{fence}\n")
+        assert fenced.startswith("<p>Run:</p>") and "<pre><code>ray stop</code></pre>" in fenced
+
+
+def test_a_section_cut_from_inside_a_list_item_is_text_not_code():
+    html = render.markdown_html("    Saves one file per `rollout`.\n\n      More text, indented deeper.\n")
+    assert html == "<p>Saves one file per <code>rollout</code>.</p><p>More text, indented deeper.</p>"
+
+
+def test_relative_links_keep_their_label_and_an_encoded_quote_is_no_link():
+    html = render.markdown_html("[guide](docs/guide.md) [x](https://e.com/%22onmouseover=%22alert(1)) "
+                                "`doc <../faq.rst>`_ `bad <javascript:alert(1)>`_ ~~old~~")
+    assert html.startswith("<p>guide [x](") and "<p>guide [x](" in html  # labels only, no anchors
+    assert "<a " not in html.split("[x](")[0] and "doc `bad &lt;javascript:alert(1)&gt;`_" in html
+    assert "<s>old</s>" in html
+
+
+def test_code_is_highlighted_by_its_language_and_left_plain_without_one():
+    bash = markup.highlight('pip install x  # why\necho "RuntimeError"\nexport T=1800  # 30 minutes', "sh")
+    assert '<span class="tok-c"># why' in bash and '<span class="tok-k">echo</span>' in bash
+    assert bash.endswith('<span class="tok-c"># 30 minutes</span>')  # a comment on the last line too
+    assert markup.highlight("x < 1", "no-such-language") == "x &lt; 1"
+    assert markup.highlight("RuntimeError: boom", "") == "RuntimeError: boom"
+    assert "<span" not in markup.highlight("import os\n" * 3000, "python")  # too long to colour
 
 
 def test_rst_inline_link_and_literal():
