@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlhelper.search.query import NormalizedQuery, detect_frameworks, is_binary, normalize_query
+from rlhelper.search.frameworks import detect_frameworks
+from rlhelper.search.query import NormalizedQuery, is_binary, normalize_query
 
 CHAINED_TRACEBACK = """\
 Traceback (most recent call last):

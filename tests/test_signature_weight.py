@@ -9,7 +9,7 @@ import pytest
 
 from rlhelper import Helper
 from rlhelper.search.query import normalize_query
-from rlhelper.search.retrieve import QueryTerms
+from rlhelper.search.ranking import QueryTerms
 
 SIGABRT = "Hard Aborted/SIGABRT crash with GPU memory still free"
 OOM_MESSAGE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 2 has a total capacity "

@@ -607,7 +607,7 @@ def stem_terms(study: Study) -> None:
     words by their stems was worse. Needs `pip install snowballstemmer`."""
     import snowballstemmer
 
-    from rlhelper.search.retrieve import QueryTerms
+    from rlhelper.search.ranking import QueryTerms
 
     stemmer = snowballstemmer.stemmer("english")
 

@@ -49,7 +49,7 @@ WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the d
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
 # A question asked in Chinese is answered with Chinese labels (the quoted doc text stays as written).
 KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复", "text": ""}
-# Training frameworks as their docs spell them; query.detect_frameworks keys them in lower case.
+# Training frameworks as their docs spell them; frameworks.detect_frameworks keys them in lower case.
 FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
 NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
 

@@ -25,7 +25,7 @@ from ..config import REPO_ROOT, corpus_dir
 from ..errors import ConfigError, RlhelperError
 from ..index.questions import BANK_FOLDER, attach, read_bank
 from ..schema import Entry
-from ..search.retrieve import section_key
+from ..search.ranking import section_key
 from .passage import passage
 
 SEED = 13

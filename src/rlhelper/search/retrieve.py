@@ -40,19 +40,15 @@ from ..schema import Entry, Hit
 from . import glossary
 from .confidence import ConfidenceModel, Signals, model_for
 from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
-from .query import HINTED_NAMES, NormalizedQuery, is_binary, normalize_query
+from .query import NormalizedQuery, is_binary, normalize_query
+from .ranking import AskedAs, QueryTerms, Ranking, section_key
 from .spelling import Corrector
 
 MODES = ("hybrid", "lexical", "dense")
 CANDIDATES = 50  # depth taken from each retriever before fusion
 LEXICAL_WEIGHT = 3.0  # RRF weight of BM25's ranking; the embedder's is 1
 RRF_K = 10
-MISSPELT_NAME = 0.5  # hint strength of a misspelt framework name (a spelt-out one: 0.6-0.8)
 FRAMEWORK_BOOST = 1.0  # at full hint strength, a hinted framework's entries score x2
-CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese count half (glossary.py)
-CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
-DETAIL_WEIGHT = 0.5  # words only in the sentences after an exception message's first (query.py)
-SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 MAX_QUERY_BYTES = 1_000_000
 # A reported issue's thread (github/entries.py) scores x0.9: it ranks below a doc entry of the
 # same strength (the docs are the project's word; a thread is one user's case and its reply),
@@ -462,110 +458,3 @@ class Retriever:
             cosines = bank.vectors @ self.query_vector(text)
         best = bank.best_cosine(cosines, row)
         return -1.0 if best is None else best
-
-
-def section_key(e: Entry) -> tuple:
-    """What the parts of one section share."""
-    return e.collection, e.doc, e.anchor, tuple(e.breadcrumb)
-
-
-@dataclass
-class AskedAs:
-    """Entries as the question bank ranked them: by their best question's BM25 and cosine, the
-    question that did it per entry row, and every question's cosine with the query."""
-
-    lexical: list[int] = field(default_factory=list)
-    lexical_best: dict[int, int] = field(default_factory=dict)
-    dense: list[int] = field(default_factory=list)
-    dense_best: dict[int, int] = field(default_factory=dict)
-    cosines: np.ndarray | None = None
-    closer: dict[int, int] = field(default_factory=dict)  # row -> its question nearer the query than its text
-    bank: questions.QuestionIndex | None = None  # the questions searched (shipped, and the user's accepted)
-
-    @staticmethod
-    def rank_in(ranked: list[int], row: int) -> float:
-        try:
-            return ranked.index(row) + 1
-        except ValueError:
-            return math.inf
-
-
-@dataclass
-class Ranking:
-    """One query's candidate lists: fused (best first, one per section) and each retriever's."""
-
-    fused: list[tuple[int, float]]
-    terms: QueryTerms
-    lex_ids: list[int]
-    dense_ids: list[int]
-    dense_scores: list[float]
-    asked: AskedAs = field(default_factory=AskedAs)
-    pinned: dict[tuple, str] = field(default_factory=dict)  # section group -> the accepted question that pinned it
-    pinned_lead: bool = False  # the top entry was accepted by the user for this question
-
-    def lexical_rank(self, row: int) -> int | None:
-        return self._lexical_ranks.get(row)
-
-    def dense_rank(self, row: int) -> int | None:
-        return self._dense_ranks.get(row)
-
-    @cached_property
-    def _lexical_ranks(self) -> dict[int, int]:
-        return {i: r for r, i in enumerate(self.lex_ids, start=1)}
-
-    @cached_property
-    def _dense_ranks(self) -> dict[int, int]:
-        return {i: r for r, i in enumerate(self.dense_ids, start=1)}
-
-
-@dataclass(frozen=True)
-class QueryTerms:
-    """A query's BM25 terms, worked out once per search.
-
-    tokens: its tokens, the glossary's terms for them, its word pairs (weight 1 + ln qtf);
-    words: its plain tokens (for coverage); extra: hint terms with a weight of their own,
-    the Chinese glossary terms of an English query, the words of a traceback's frame and
-    the corrections of misspelt words.
-    """
-
-    tokens: list[str]
-    words: list[str]
-    extra: dict[str, float]
-    corrected: dict[str, str] = field(default_factory=dict)  # misspelt word -> its closest known word
-
-    @classmethod
-    def of(cls, normalized: NormalizedQuery, corrector: Corrector | None = None) -> QueryTerms:
-        words = lexical.tokenize(normalized.text)
-        extra = dict.fromkeys(lexical.tokenize(normalized.context), CONTEXT_WEIGHT)
-        detail_only = _detail_only(normalized)
-        if detail_only:
-            extra.update(dict.fromkeys(detail_only, DETAIL_WEIGHT))
-        extra.update(dict.fromkeys(glossary.cross_language(words), CROSS_LANGUAGE_WEIGHT))
-        corrected = {}
-        if corrector is not None:
-            for word in set(words):
-                corrections = corrector.corrections(word)
-                extra.update(dict.fromkeys(corrections, SPELLING_WEIGHT))
-                if corrections:
-                    corrected[word] = corrections[0]
-        tokens = [t for t in glossary.expand(words) + lexical.phrases(normalized.text)
-                  if t not in detail_only and not detail_only.intersection(t.split("+"))]
-        return cls(tokens, words, extra, corrected)
-
-    def misspelt_frameworks(self) -> dict[str, float]:
-        """Framework hints from misspelt names ("rilnf", "skime"), at MISSPELT_NAME strength."""
-        return {name: MISSPELT_NAME for name in self.corrected.values() if name in HINTED_NAMES}
-
-    def as_meant(self) -> tuple[list[str], list[str]]:
-        """(tokens, words) with misspelt words read as their corrections: what the abstention
-        signals weigh, so a typo is not taken for a word the docs do not cover."""
-        return ([self.corrected.get(t, t) for t in self.tokens], [self.corrected.get(w, w) for w in self.words])
-
-
-def _detail_only(normalized: NormalizedQuery) -> set[str]:
-    """Words that occur only in the exception message's detail sentences: an allocator's
-    "GPU 0 has a total capacity of ... free" matched an entry about memory that stays free."""
-    if not normalized.detail:
-        return set()
-    rest = normalized.text.replace(normalized.detail, " ", 1)
-    return set(lexical.tokenize(normalized.detail)) - set(lexical.tokenize(rest))
