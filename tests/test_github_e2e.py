@@ -138,7 +138,8 @@ def test_a_hostile_thread_is_escaped_on_the_page_and_in_the_terminal(synced, use
 
 def test_the_web_chat_filters_on_the_threads_and_escapes_them(synced, usem3_cache):
     from rlhelper.api import Helper
-    from rlhelper.web.app import checked_ask, respond
+    from rlhelper.web.answering import respond
+    from rlhelper.web.arguments import checked_ask
 
     helper = Helper.load(synced["index"], user_bank=False)
     assert COLLECTION in helper.collections  # a choice of the page's collection filter

@@ -21,23 +21,12 @@ from rlhelper.answer.grounding import (
     unverified_tokens,
     yaml_key_paths,
 )
-from rlhelper.answer.llm import (
-    TRUNCATION_MARK,
-    LLMError,
-    LLMSettings,
-    LLMStream,
-    Source,
-    _ThinkFilter,
-    answer_with_llm,
-    build_messages,
-    count_tokens,
-    generate,
-    render_sources,
-    select_sources,
-    strip_thinking,
-)
+from rlhelper.answer.llm import NOT_ASKED_NOTICE, LLMSettings, LLMStream, answer_with_llm, generate
+from rlhelper.answer.llm_client import LLMError, ThinkFilter, strip_thinking
+from rlhelper.answer.llm_prompt import TRUNCATION_MARK, Source, build_messages, render_sources, select_sources
 from rlhelper.errors import ConfigError, RlhelperError
 from rlhelper.schema import Entry, Hit
+from rlhelper.tokens import count_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -203,10 +192,10 @@ def test_strip_thinking_and_its_streaming_twin():
     assert strip_thinking("<think>maybe --fake</think>\nAnswer [1]") == "Answer [1]"
     assert strip_thinking("Answer [1]") == "Answer [1]"
     assert strip_thinking("<think>never closed") == ""
-    f = _ThinkFilter()
+    f = ThinkFilter()
     out = "".join(f.feed(t) for t in ["<th", "ink>hm", "m</th", "ink>\nAns", "wer"]) + f.flush()
     assert out == "Answer"
-    f = _ThinkFilter()
+    f = ThinkFilter()
     assert "".join(f.feed(t) for t in ["<", "b>bold</b>"]) + f.flush() == "<b>bold</b>"
 
 
@@ -485,3 +474,59 @@ def test_answer_citing_nothing_lists_all_sources(serve, hits):
     result = generate("OOM?", hits, settings_for(stub))
     assert [c.number for c in result.citations] == [1, 2]
     assert "cites none of its 2 source(s)" in result.notice and not result.fallback
+
+
+# -- Helper.write: the one LLM path both faces present ------------------------------------------
+
+
+WEIGHT_SYNC = "Weight sync timed out between the trainer and SGLang"
+
+
+@pytest.fixture(scope="module")
+def seeds_helper(seeds_index):
+    from rlhelper.api import Helper
+
+    return Helper.load(seeds_index, user_bank=False)
+
+
+def test_helper_write_streams_the_reply_then_gives_the_checked_answer(serve, seeds_helper):
+    found = seeds_helper.ask(WEIGHT_SYNC)
+    stub = serve(Reply("Raise `weight_sync_timeout` [1] [9].", chunk_chars=4))
+    writing = seeds_helper.write(found, settings_for(stub))
+    assert writing.draft.notices == [] and [c.number for c in writing.draft.citations] == \
+        list(range(1, len(found.hits) + 1))  # while it streams, [n] is the n-th entry the model was given
+    pieces = list(writing)
+    assert len(pieces) > 1 and "".join(pieces) == "Raise `weight_sync_timeout` [1] [9]."
+    assert stub.requests[0]["stream"] is True
+    answer = writing.answer
+    assert answer.text == "Raise `weight_sync_timeout` [1]." and [c.number for c in answer.citations] == [1]
+    assert "removed citation [9]: no such source" in answer.notices
+    assert any(n.startswith("Written by the LLM 'stub-model'") for n in answer.notices)
+
+
+def test_helper_write_without_streaming_gives_the_same_answer_in_one_response(serve, seeds_helper):
+    found = seeds_helper.ask(WEIGHT_SYNC)
+    stub = serve(Reply("Raise `weight_sync_timeout` [1]."))
+    writing = seeds_helper.write(found, settings_for(stub), stream=False)
+    answer = writing.finish()
+    assert not stub.requests[0].get("stream")
+    assert answer.text == "Raise `weight_sync_timeout` [1]." and answer.hits == found.hits
+
+
+def test_helper_write_keeps_the_extractive_answer_when_the_model_fails(serve, seeds_helper):
+    found = seeds_helper.ask(WEIGHT_SYNC)
+    stub = serve(Reply(status=500))
+    writing = seeds_helper.write(found, settings_for(stub))
+    assert list(writing) == [] and writing.result.fallback
+    assert writing.answer.text == found.text and writing.answer.citations == found.citations
+    assert writing.answer.notices[-1].endswith("answered HTTP 500; showing the extractive answer.")
+
+
+def test_helper_write_does_not_send_an_answer_that_found_no_entry(serve, seeds_helper):
+    found = seeds_helper.ask("What is the best recipe for sourdough bread with rye flour?")
+    assert found.abstained
+    stub = serve(Reply("This must never be shown [1]."))
+    writing = seeds_helper.write(found, settings_for(stub))
+    assert not writing.asked and list(writing) == [] and stub.requests == []
+    assert writing.answer.text == found.text and writing.answer.notices[-1] == NOT_ASKED_NOTICE
+    assert writing.finish().notices.count(NOT_ASKED_NOTICE) == 1

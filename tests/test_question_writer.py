@@ -153,7 +153,7 @@ def bank_lines(collection: str = "mydocs") -> dict[str, dict]:
     '["1. why OOM in rollout?", "2. CUDA out of memory rollout", "3. 显存不足怎么办"]',
 ])
 def test_a_list_is_read_in_the_shapes_models_write_it(reply):
-    from rlhelper.answer.llm import strip_thinking  # complete() strips the thinking before parsing
+    from rlhelper.answer.llm_client import strip_thinking  # complete() strips the thinking before parsing
 
     assert parse_questions(strip_thinking(reply)) == ["why OOM in rollout?", "CUDA out of memory rollout",
                                                       "显存不足怎么办"]

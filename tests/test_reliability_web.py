@@ -22,8 +22,8 @@ from test_web_server import raw_get
 
 from rlhelper.api import Helper
 from rlhelper.measure.feedback import FeedbackStore
-from rlhelper.web import app as web
 from rlhelper.web import loadtest
+from rlhelper.web.server import start
 
 REPO = Path(__file__).resolve().parent.parent
 # Bytes that would show a leak: /etc/passwd, pyproject, SQLite, an index manifest or entry, pyvenv.cfg.
@@ -40,7 +40,7 @@ def feedback_db(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(seeds_index, feedback_db):
-    app, url = web.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=feedback_db)
+    app, url = start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=feedback_db)
     yield url
     app.close()
 

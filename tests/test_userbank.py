@@ -276,35 +276,37 @@ def test_without_a_bank_the_shipped_questions_are_searched_as_before(seeds_index
 
 
 def test_a_web_vote_teaches_the_bank_and_taking_it_back_forgets(seeds_helper, monkeypatch):
-    from rlhelper.web import app as web
+    from rlhelper.web import answering, votes
+    from rlhelper.web import session as web_session
 
-    monkeypatch.setattr(web, "STREAM_PAUSE", 0)
-    helper, session = seeds_helper, web.new_session()
+    monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
+    helper, session = seeds_helper, web_session.new_session()
     question = "wake_up timed out after 60s, what now"
-    *_, (history, session) = web.respond(helper, question, [], "", "", session)
+    *_, (history, session) = answering.respond(helper, question, [], "", "", session)
     position = len(history) - 1
     lead = session["answers"][position]["entry_ids"][0]
     try:
-        assert "will lead for this question" in web.learn_from_vote(helper, session, position, "Like")
+        assert "will lead for this question" in votes.learn_from_vote(helper, session, position, "Like")
         [record] = [r for r in helper.user_bank.records() if r.entry_id == lead]
         assert (record.vote, record.source) == (1, "web")
-        assert "will not lead" in web.learn_from_vote(helper, session, [position, 0], "Dislike")
+        assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike")
         assert [r.vote for r in helper.user_bank.records() if r.entry_id == lead] == [-1]
-        web.learn_from_vote(helper, session, position, "")  # the vote taken back
+        votes.learn_from_vote(helper, session, position, "")  # the vote taken back
         assert [r for r in helper.user_bank.records() if r.entry_id == lead] == []
     finally:
         helper.user_bank.remove(entry=lead) if any(r.entry_id == lead for r in helper.user_bank.records()) else None
 
 
 def test_a_vote_on_no_match_or_a_question_teaches_nothing(seeds_helper, monkeypatch):
-    from rlhelper.web import app as web
+    from rlhelper.web import answering, votes
+    from rlhelper.web import session as web_session
 
-    monkeypatch.setattr(web, "STREAM_PAUSE", 0)
-    session = web.new_session()
-    *_, (history, session) = web.respond(seeds_helper, "What is the best recipe for sourdough bread with rye flour?",
+    monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
+    session = web_session.new_session()
+    *_, (history, session) = answering.respond(seeds_helper, "What is the best recipe for sourdough bread with rye flour?",
                                          [], "", "", session)
-    assert web.learn_from_vote(seeds_helper, session, len(history) - 1, "Like") == ""
-    assert web.learn_from_vote(seeds_helper, session, 0, "Like") == ""  # the user's own message
+    assert votes.learn_from_vote(seeds_helper, session, len(history) - 1, "Like") == ""
+    assert votes.learn_from_vote(seeds_helper, session, 0, "Like") == ""  # the user's own message
 
 
 def test_matched_is_escaped_and_short():

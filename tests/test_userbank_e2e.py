@@ -80,16 +80,17 @@ def test_cli_accept_with_nothing_to_accept_is_one_line(tmp_path, full_index, use
 def test_browser_ask_thumbs_up_ask_again(tmp_path, full_index, third):
     from test_web_browser import CHROMIUM, CHROMIUM_ARGS, _install_chromium, ask
 
+    from rlhelper.answer.extractive import FRAMEWORK_NAMES
     from rlhelper.api import Helper
-    from rlhelper.web import app as web
     from rlhelper.web import loadtest
+    from rlhelper.web import server as web_server
 
     why = _install_chromium()
     if why:
         pytest.skip(why)
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
     bank = tmp_path / "data" / "questions.jsonl"
-    app, url = web.start(Helper.load(full_index, user_bank=bank), port=loadtest.free_port(),
+    app, url = web_server.start(Helper.load(full_index, user_bank=bank), port=loadtest.free_port(),
                          feedback_db=tmp_path / "data" / "feedback.sqlite3")
     try:
         with sync_api.sync_playwright() as pw:
@@ -105,7 +106,7 @@ def test_browser_ask_thumbs_up_ask_again(tmp_path, full_index, third):
 
             # Narrowed to its framework the entry is the answer: the user says so with a thumbs-up.
             page.locator("#rl-framework input").click()
-            page.get_by_role("option", name=web.FRAMEWORK_NAMES.get(third["framework"], third["framework"]),
+            page.get_by_role("option", name=FRAMEWORK_NAMES.get(third["framework"], third["framework"]),
                              exact=True).click()
             ask(page, QUESTION)
             assert third["heading"] in page.locator(".rl-answer").last.locator(

@@ -21,8 +21,8 @@ import pytest
 
 from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
-from rlhelper.web import app as web
-from rlhelper.web import loadtest
+from rlhelper.web import answering, loadtest
+from rlhelper.web import server as web_server
 from rlhelper.web.trials import call_api, dependencies, direct_call, queue_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,7 +59,7 @@ def env_with_key():
 def llm_server(seeds_index, stubs, env_with_key, tmp_path_factory):
     operator, _ = stubs
     db = tmp_path_factory.mktemp("fb-llm") / "feedback.sqlite3"
-    app, url = web.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=db,
+    app, url = web_server.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=db,
                          llm=[LLMSettings(base_url=operator.url, model="stub-model", api_key_env=KEY_ENV)])
     yield url
     app.close()
@@ -71,7 +71,7 @@ def plain_server(seeds_index, stubs, env_with_key, tmp_path_factory):
     # A CLI user's LLM settings in the environment do not turn the web LLM on.
     os.environ.update({"RLHELPER_LLM_BASE_URL": attacker.url, "RLHELPER_LLM_MODEL": "stub-model"})
     db = tmp_path_factory.mktemp("fb-plain") / "feedback.sqlite3"
-    app, url = web.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=db,
+    app, url = web_server.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=db,
                          writes_per_minute=5)
     yield url, db
     app.close()
@@ -206,7 +206,7 @@ def test_a_configured_endpoint_that_redirects_elsewhere_does_not_carry_the_key_t
     try:
         settings = LLMSettings(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="stub-model",
                                api_key_env=KEY_ENV)
-        steps = list(web.respond(Helper.load(index=seeds_index), QUESTION, [], llm=settings, budget=30))
+        steps = list(answering.respond(Helper.load(index=seeds_index), QUESTION, [], llm=settings, budget=30))
     finally:
         server.shutdown()
         server.server_close()

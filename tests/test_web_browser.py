@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from rlhelper.api import Helper
-from rlhelper.web import app as web
 from rlhelper.web import loadtest
+from rlhelper.web import server as web_server
 
 pytestmark = pytest.mark.browser
 
@@ -71,7 +71,7 @@ def feedback_db(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def seeds_url(seeds_index, feedback_db):
-    app, url = web.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=feedback_db)
+    app, url = web_server.start(Helper.load(index=seeds_index), port=loadtest.free_port(), feedback_db=feedback_db)
     yield url
     app.close()
 
@@ -82,7 +82,7 @@ def hostile_url(tmp_path_factory):
 
     index = tmp_path_factory.mktemp("hostile") / "idx"
     ingest([HOSTILE], collection="hostile", index=index)
-    app, url = web.start(Helper.load(index=index), port=loadtest.free_port(),
+    app, url = web_server.start(Helper.load(index=index), port=loadtest.free_port(),
                          feedback_db=tmp_path_factory.mktemp("fb2") / "f.sqlite3")
     yield url
     app.close()
@@ -210,7 +210,7 @@ def test_a_weak_match_is_quoted_with_its_notice(page, seeds_index, tmp_path):
     helper = Helper.load(index=seeds_index)
     retriever = helper.retriever  # a weak band that reaches the top: every answer is a weak match
     retriever.confidence_model = dataclasses.replace(retriever.confidence_model, weak_ceilings={"hybrid": 1.0})
-    app, url = web.start(helper, port=loadtest.free_port(), feedback_db=tmp_path / "f.sqlite3")
+    app, url = web_server.start(helper, port=loadtest.free_port(), feedback_db=tmp_path / "f.sqlite3")
     try:
         page.goto(url)
         ask(page, "RuntimeError: wake_up timed out after 60s")
@@ -315,7 +315,7 @@ def test_a_visitor_picks_the_configured_llm_by_name_and_never_types_a_url(page, 
     monkeypatch.setenv("RLHELPER_TEST_BROWSER_KEY", "sk-browser-secret")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     with OpenAIStub(Reply("Raise `weight_sync_timeout` in the generator config [1].")) as stub:
-        app, url = web.start(Helper.load(index=seeds_index), port=loadtest.free_port(),
+        app, url = web_server.start(Helper.load(index=seeds_index), port=loadtest.free_port(),
                              feedback_db=tmp_path / "f.sqlite3",
                              llm=[LLMSettings(base_url=stub.url, model="stub-model",
                                               api_key_env="RLHELPER_TEST_BROWSER_KEY")])

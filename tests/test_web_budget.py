@@ -18,8 +18,9 @@ import pytest
 
 from rlhelper.answer.llm import LLMSettings
 from rlhelper.api import Helper
-from rlhelper.web import app as web
-from rlhelper.web import loadtest
+from rlhelper.web import answering, loadtest
+from rlhelper.web import app as web_app
+from rlhelper.web.server import start
 from rlhelper.web.trials import MARKER, SpinningHelper, call_api
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,7 +39,7 @@ def slow(seeds_index):
 
 @pytest.fixture(scope="module")
 def server(slow, tmp_path_factory):
-    app, url = web.start(slow, port=loadtest.free_port(), feedback_db=tmp_path_factory.mktemp("fb") / "f.sqlite3",
+    app, url = start(slow, port=loadtest.free_port(), feedback_db=tmp_path_factory.mktemp("fb") / "f.sqlite3",
                          time_budget=BUDGET)
     yield url
     app.close()
@@ -76,7 +77,7 @@ def test_a_crowd_of_pathological_questions_leaves_room_for_others(server, slow):
     """More slow questions than workers: each is cut at the budget, so a normal question waits at
     most about one budget for a worker, never the minute each slow search would take."""
     slow.stop.clear()
-    crowd = [{} for _ in range(web.CONCURRENCY + 2)]
+    crowd = [{} for _ in range(web_app.CONCURRENCY + 2)]
     threads = [threading.Thread(target=timed_ask, args=(server, f"{MARKER} {i}", out)) for i, out in enumerate(crowd)]
     for t in threads:
         t.start()
@@ -93,21 +94,21 @@ def test_a_crowd_of_pathological_questions_leaves_room_for_others(server, slow):
 
 
 def test_the_queue_is_bounded_and_every_way_of_asking_shares_one_pool(seeds_index, tmp_path):
-    app = web.build_app(Helper.load(index=seeds_index), feedback_db=tmp_path / "f.sqlite3")
-    assert app._queue.max_size == web.QUEUE_SIZE
+    app = web_app.build_app(Helper.load(index=seeds_index), feedback_db=tmp_path / "f.sqlite3")
+    assert app._queue.max_size == web_app.QUEUE_SIZE
     asking = [fn for fn in app.fns.values() if fn.name in ("ask", "ask_linked")]
     assert len(asking) == 4  # Enter, the Ask button, a link, "Clear the filters and ask again"
-    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in asking} == {("ask", web.CONCURRENCY)}
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in asking} == {("ask", web_app.CONCURRENCY)}
 
 
 # -- the budget in the handler itself --------------------------------------------------------------
 
 
 def test_respond_cuts_a_slow_search_at_its_budget(slow, monkeypatch):
-    monkeypatch.setattr(web, "STREAM_PAUSE", 0)
+    monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
     slow.stop.clear()
     started = time.monotonic()
-    steps = list(web.respond(slow, f"{MARKER} x", [], budget=1.0))
+    steps = list(answering.respond(slow, f"{MARKER} x", [], budget=1.0))
     slow.stop.set()
     assert time.monotonic() - started < 3
     assert "stopped working on this answer after 1 s" in steps[-1][0][-1]["content"]
@@ -115,12 +116,12 @@ def test_respond_cuts_a_slow_search_at_its_budget(slow, monkeypatch):
 
 def test_an_llm_that_outlasts_the_budget_falls_back_to_the_extractive_answer(slow, monkeypatch):
     pytest.importorskip("langchain_openai", reason="the llm extra is not installed")
-    monkeypatch.setattr(web, "STREAM_PAUSE", 0)
+    monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     # Streams a few words, then goes silent for 5 s: within its own 30 s timeout, past the 2 s budget.
     with OpenAIStub(Reply("Raise the weight sync timeout [1]. " * 5, stall_after=2, stall=5)) as stub:
         started = time.monotonic()
-        steps = list(web.respond(slow, QUESTION, [], llm=LLMSettings(base_url=stub.url, model="stub-model"),
+        steps = list(answering.respond(slow, QUESTION, [], llm=LLMSettings(base_url=stub.url, model="stub-model"),
                                  budget=2.0))
         seconds = time.monotonic() - started
     html = steps[-1][0][-1]["content"]

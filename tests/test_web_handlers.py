@@ -11,12 +11,14 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from rlhelper.answer.llm import LLMSettings
+from rlhelper.answer.llm import NOT_ASKED_NOTICE, LLMSettings
 from rlhelper.answer.model import RELATED_SHOWN
 from rlhelper.api import Helper
 from rlhelper.errors import IndexCorruptError
 from rlhelper.measure.feedback import FeedbackStore
-from rlhelper.web import app as web
+from rlhelper.web import answering, arguments, votes
+from rlhelper.web import app as web_app
+from rlhelper.web import session as web_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -42,13 +44,13 @@ def hostile_helper(tmp_path_factory) -> Helper:
 
 @pytest.fixture(autouse=True)
 def no_stream_pause(monkeypatch):
-    monkeypatch.setattr(web, "STREAM_PAUSE", 0)
+    monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
 
 
 def run(helper, query, framework="", collection="", session=None, llm=None, history=None):
     """All yields of one respond() call, and the session it filled."""
-    session = session if session is not None else web.new_session()
-    steps = [[dict(m) for m in h] for h, _ in web.respond(helper, query, history or [], framework, collection,
+    session = session if session is not None else web_session.new_session()
+    steps = [[dict(m) for m in h] for h, _ in answering.respond(helper, query, history or [], framework, collection,
                                                            session, llm)]
     return steps, session
 
@@ -75,13 +77,13 @@ def test_a_follow_up_in_the_same_chat_is_read_with_the_last_answered_question(he
     assert "Issue: Weight Sync Timeout" in html
     voted = session["answers"][len(steps[-1]) - 1]["query"]  # what a vote records: the two read together
     assert voted.startswith(WEIGHT_SYNC) and voted.endswith("what about slime?")
-    assert web.new_session()["previous"] is None  # the bin icon clears it with the chat
+    assert web_session.new_session()["previous"] is None  # the bin icon clears it with the chat
     steps, _ = run(helper, "what about slime?")  # a new chat: searched on its own
     assert "Read as a follow-up" not in final_html(steps)
 
 
 def test_answer_streams_in_then_shows_numbered_citations(helper):
-    expected = helper.ask(WEIGHT_SYNC, k=web.TOP_K)
+    expected = helper.ask(WEIGHT_SYNC, k=answering.TOP_K)
     assert not expected.abstained
     steps, session = run(helper, WEIGHT_SYNC)
     history = steps[-1]
@@ -132,7 +134,7 @@ def test_each_question_links_to_itself_with_its_filters(helper):
     assert parse_qs(link.removeprefix("?")) == {"q": [WEIGHT_SYNC], "framework": ["slime"]}
     assert "rl-link" not in final_html(steps)  # under the question, not in the answer
     # Opened, the link asks the same question with the same filter.
-    assert web.linked_question(parse_qs(link.removeprefix("?"))) == (WEIGHT_SYNC, "slime", "")
+    assert arguments.linked_question(parse_qs(link.removeprefix("?"))) == (WEIGHT_SYNC, "slime", "")
     # A follow-up links to what was searched, which stands on its own.
     steps, _ = run(helper, "and on multiple nodes?", framework="slime", session=session, history=steps[-1])
     question = parse_qs(link_under(steps).removeprefix("?"))["q"][0]
@@ -144,9 +146,9 @@ def test_each_question_links_to_itself_with_its_filters(helper):
 
 
 def test_a_link_opens_with_at_most_one_capped_question():
-    assert web.linked_question({}) == ("", "", "")
-    assert web.linked_question({"q": ["  first ", "second"], "framework": "verl"}) == ("first", "verl", "")
-    assert len(web.linked_question({"q": "x" * 10_000})[0]) == web.LINK_MAX_CHARS
+    assert arguments.linked_question({}) == ("", "", "")
+    assert arguments.linked_question({"q": ["  first ", "second"], "framework": "verl"}) == ("first", "verl", "")
+    assert len(arguments.linked_question({"q": "x" * 10_000})[0]) == arguments.LINK_MAX_CHARS
 
 
 def test_framework_filter_that_hides_the_answer_says_so(helper):
@@ -156,7 +158,7 @@ def test_framework_filter_that_hides_the_answer_says_so(helper):
 
 def test_chinese_question_is_answered_or_abstains_cleanly(helper):
     query = "rollout 阶段显存不足怎么办"
-    expected = helper.ask(query, k=web.TOP_K)
+    expected = helper.ask(query, k=answering.TOP_K)
     html = final_html(run(helper, query)[0])
     if expected.abstained:
         assert "No matching entry in the docs." in html
@@ -166,7 +168,7 @@ def test_chinese_question_is_answered_or_abstains_cleanly(helper):
 
 
 def test_no_matching_entry_still_shows_related_entries(helper):
-    expected = helper.ask(OFF_TOPIC, k=web.TOP_K)
+    expected = helper.ask(OFF_TOPIC, k=answering.TOP_K)
     assert expected.abstained and expected.hits
     steps, session = run(helper, OFF_TOPIC)
     html = final_html(steps)
@@ -177,7 +179,7 @@ def test_no_matching_entry_still_shows_related_entries(helper):
 
 
 def test_whole_entry_is_in_the_expandable_source(helper):
-    expected = helper.ask(WEIGHT_SYNC, k=web.TOP_K)
+    expected = helper.ask(WEIGHT_SYNC, k=answering.TOP_K)
     html = final_html(run(helper, WEIGHT_SYNC)[0])
     entry = helper.entry(expected.citations[0].entry_id)
     details = html.split('<details class="rl-details">', 1)[1]
@@ -192,7 +194,7 @@ def test_framework_filter(helper):
         _, session = run(helper, "out of memory", framework=framework)
         ids = session["answers"][1]["entry_ids"]
         assert all(helper.entry(i).framework == framework for i in ids)
-        hits = helper.ask("out of memory", k=web.TOP_K, framework=framework).hits
+        hits = helper.ask("out of memory", k=answering.TOP_K, framework=framework).hits
         assert all(h.entry.framework == framework for h in hits)
 
 
@@ -211,7 +213,7 @@ def test_unknown_filter_value_is_a_clear_state_not_a_crash(helper):
 def test_the_input_box_is_emptied_in_the_browser_not_by_the_answer(helper, tmp_path):
     # When the answer's streamed updates emptied the box, they erased what the user had begun to
     # type meanwhile ("ollow up text"). The browser empties it at once; the answer never touches it.
-    config = web.build_app(helper, feedback_db=tmp_path / "f.sqlite3").config
+    config = web_app.build_app(helper, feedback_db=tmp_path / "f.sqlite3").config
     elem = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
     ask = next(d for d in config["dependencies"] if d.get("api_name") == "ask")
     assert "rl-input" not in {elem[i] for i in ask["outputs"]}
@@ -220,7 +222,7 @@ def test_the_input_box_is_emptied_in_the_browser_not_by_the_answer(helper, tmp_p
 
 
 def test_app_builds_with_filters_from_the_index(helper, tmp_path):
-    app = web.build_app(helper, feedback_db=tmp_path / "f.sqlite3")
+    app = web_app.build_app(helper, feedback_db=tmp_path / "f.sqlite3")
     dropdowns = [b for b in app.blocks.values() if b.__class__.__name__ == "Dropdown"]
     choices = {tuple(v for _, v in d.choices) for d in dropdowns}
     assert ("", *helper.frameworks) in choices and ("", *helper.collections) in choices
@@ -243,7 +245,7 @@ def test_one_megabyte_query_is_answered_with_a_notice(helper):
     user, answer = steps[-1][0]["content"], final_html(steps)
     assert "more characters not shown" in user and len(user) < 10_000
     assert "rl-error" not in answer
-    expected = helper.ask(query, k=web.TOP_K)
+    expected = helper.ask(query, k=answering.TOP_K)
     assert expected.truncated or expected.notices
     assert 'class="rl-notices"' in answer
 
@@ -251,12 +253,12 @@ def test_one_megabyte_query_is_answered_with_a_notice(helper):
 def test_an_answer_too_big_to_send_drops_whole_entries_then_says_so(helper, monkeypatch):
     full = final_html(run(helper, WEIGHT_SYNC)[0])
     assert "Show the whole entry" in full
-    monkeypatch.setattr(web, "MAX_HTML_CHARS", len(full) - 1)  # too big with the whole entries
+    monkeypatch.setattr(answering, "MAX_HTML_CHARS", len(full) - 1)  # too big with the whole entries
     steps = run(helper, WEIGHT_SYNC)[0]
     html = final_html(steps)
     assert "Show the whole entry" not in html and 'class="rl-sources"' in html
     assert all(len(s[-1]["content"]) <= len(full) - 1 for s in steps)
-    monkeypatch.setattr(web, "MAX_HTML_CHARS", 200)  # too big even without them
+    monkeypatch.setattr(answering, "MAX_HTML_CHARS", 200)  # too big even without them
     html = final_html(run(helper, WEIGHT_SYNC)[0])
     assert "This answer is too large to show" in html and "rlhelper ask" in html
 
@@ -320,7 +322,7 @@ def test_a_cited_heading_is_shown_literally_not_as_markdown(tmp_path):
     helper = Helper.load(index=tmp_path / "idx")
     for query, heading in [("QuasarError template 7*7 rollout stalls", "Quasar *7* {{7*7}} ${7*7} template error"),
                            ("NebulaError render 6*6 rollout hangs", "Nebula {{6*6}} ${6*6} render error")]:
-        answer = helper.ask(query, k=web.TOP_K)
+        answer = helper.ask(query, k=answering.TOP_K)
         assert answer.citations[0].heading == heading  # what the parser kept
         html = final_html(run(helper, query)[0])
         assert f"<h5>{heading} <sup" in html  # the answer's heading
@@ -335,9 +337,9 @@ def test_a_cited_heading_is_shown_literally_not_as_markdown(tmp_path):
 def test_votes_are_stored_changed_commented_and_taken_back(helper, tmp_path):
     store = FeedbackStore(tmp_path / "feedback.sqlite3")
     steps, session = run(helper, WEIGHT_SYNC)
-    expected = helper.ask(WEIGHT_SYNC, k=web.TOP_K)
+    expected = helper.ask(WEIGHT_SYNC, k=answering.TOP_K)
 
-    session, status = web.record_vote(store, session, 1, True)
+    session, status = votes.record_vote(store, session, 1, True)
     assert "helpful" in status
     with sqlite3.connect(store.path) as conn:
         rows = conn.execute("SELECT query, answer, cited_entry_ids, vote, comment FROM feedback").fetchall()
@@ -346,12 +348,12 @@ def test_votes_are_stored_changed_commented_and_taken_back(helper, tmp_path):
     assert (query, answer, vote, comment) == (WEIGHT_SYNC, expected.text, 1, None)
     assert ids == '["' + '", "'.join(c.entry_id for c in expected.citations) + '"]'
 
-    session, _ = web.record_vote(store, session, [1, 0], False)  # a changed mind: same row
-    session, status = web.add_comment(store, session, "The timeout key was right.")
+    session, _ = votes.record_vote(store, session, [1, 0], False)  # a changed mind: same row
+    session, status = votes.add_comment(store, session, "The timeout key was right.")
     assert "saved" in status
     assert [(r["vote"], r["comment"]) for r in store.rows()] == [(-1, "The timeout key was right.")]
 
-    session, status = web.record_vote(store, session, 1, "")  # vote taken back
+    session, status = votes.record_vote(store, session, 1, "")  # vote taken back
     assert status == "Vote removed." and store.rows() == []
 
 
@@ -360,16 +362,16 @@ def test_second_answer_gets_its_own_row(helper, tmp_path):
     steps, session = run(helper, WEIGHT_SYNC)
     steps, session = run(helper, OFF_TOPIC, session=session, history=steps[-1])
     assert sorted(session["answers"]) == [1, 3]
-    web.record_vote(store, session, 1, True)
-    web.record_vote(store, session, 3, False)
+    votes.record_vote(store, session, 1, True)
+    votes.record_vote(store, session, 3, False)
     assert [(r["query"], r["vote"]) for r in store.rows()] == [(WEIGHT_SYNC, 1), (OFF_TOPIC, -1)]
 
 
 def test_votes_on_non_answers_and_comments_without_votes(helper, tmp_path):
     store = FeedbackStore(tmp_path / "feedback.sqlite3")
     _, session = run(helper, WEIGHT_SYNC)
-    assert web.record_vote(store, session, 0, True)[1] == "Only answers can be voted on."
-    assert "Vote on an answer first" in web.add_comment(store, session, "hi")[1]
+    assert votes.record_vote(store, session, 0, True)[1] == "Only answers can be voted on."
+    assert "Vote on an answer first" in votes.add_comment(store, session, "hi")[1]
     assert store.rows() == []
 
 
@@ -378,44 +380,44 @@ def test_votes_on_non_answers_and_comments_without_votes(helper, tmp_path):
 def test_a_vote_the_page_cannot_send_is_refused_with_its_reason(helper, tmp_path, index, liked):
     store = FeedbackStore(tmp_path / "feedback.sqlite3")
     _, session = run(helper, WEIGHT_SYNC)
-    with pytest.raises(web.RequestError, match="position in the chat|a vote is 'Like'"):
-        web.record_vote(store, session, index, liked)
+    with pytest.raises(arguments.RequestError, match="position in the chat|a vote is 'Like'"):
+        votes.record_vote(store, session, index, liked)
     assert store.rows() == []
 
 
 def test_votes_and_comments_past_the_clients_limit_are_not_stored(helper, tmp_path):
     store = FeedbackStore(tmp_path / "feedback.sqlite3")
     _, session = run(helper, WEIGHT_SYNC)
-    assert web.record_vote(store, session, 1, "Like", allowed=lambda: False)[1] == web.TOO_MANY
+    assert votes.record_vote(store, session, 1, "Like", allowed=lambda: False)[1] == votes.TOO_MANY
     assert store.rows() == []
-    web.record_vote(store, session, 1, "Like")
-    assert web.add_comment(store, session, "fine", allowed=lambda: False)[1] == web.TOO_MANY
-    status = web.add_comment(store, session, "x" * 6_000)[1]
+    votes.record_vote(store, session, 1, "Like")
+    assert votes.add_comment(store, session, "fine", allowed=lambda: False)[1] == votes.TOO_MANY
+    status = votes.add_comment(store, session, "x" * 6_000)[1]
     assert status.startswith("Not saved: The comment is 6,000 characters long and the limit is 2,000")
     assert [r["comment"] for r in store.rows()] == [None]
-    with pytest.raises(web.RequestError):
-        web.add_comment(store, session, {"text": "x"})
+    with pytest.raises(arguments.RequestError):
+        votes.add_comment(store, session, {"text": "x"})
 
 
 def test_checked_ask_refuses_what_the_page_cannot_send(helper):
     settings = LLMSettings(base_url="http://127.0.0.1:30000/v1", model="m")
-    endpoints = web.llm_endpoints([settings])
-    assert web.checked_ask(helper, endpoints, "q", [], "", "", "m")[-1] is settings
-    assert web.checked_ask(helper, endpoints, "q", None, None, None, None) == ("q", None, "", "", None)
+    endpoints = arguments.llm_endpoints([settings])
+    assert arguments.checked_ask(helper, endpoints, "q", [], "", "", "m")[-1] is settings
+    assert arguments.checked_ask(helper, endpoints, "q", None, None, None, None) == ("q", None, "", "", None)
     for args, reason in [
         (("q", [], "", "", "http://evil.example/v1"), "no LLM named"),
         ((123, [], "", "", ""), "message must be text"),
         (("q", "history", "", "", ""), "list of messages"),
         (("q", [], "nope", "", ""), "unknown framework 'nope'"),
         (("q", [], "", "nope", ""), "unknown collection 'nope'"),
-        (("x" * (web.MAX_MESSAGE_CHARS + 1), [], "", "", ""), "the limit is"),
-        (("q", [{"role": "user", "content": "x"}] * (web.MAX_HISTORY + 1), "", "", ""), "start a new chat"),
+        (("x" * (arguments.MAX_MESSAGE_CHARS + 1), [], "", "", ""), "the limit is"),
+        (("q", [{"role": "user", "content": "x"}] * (arguments.MAX_HISTORY + 1), "", "", ""), "start a new chat"),
     ]:
-        with pytest.raises(web.RequestError, match=reason):
-            web.checked_ask(helper, endpoints, *args)
-    with pytest.raises(web.RequestError, match="offers no LLM answers"):
-        web.checked_ask(helper, {}, "q", [], "", "", "m")
-    two = web.llm_endpoints([settings, LLMSettings(base_url="http://10.0.0.2:8000/v1", model="m")])
+        with pytest.raises(arguments.RequestError, match=reason):
+            arguments.checked_ask(helper, endpoints, *args)
+    with pytest.raises(arguments.RequestError, match="offers no LLM answers"):
+        arguments.checked_ask(helper, {}, "q", [], "", "", "m")
+    two = arguments.llm_endpoints([settings, LLMSettings(base_url="http://10.0.0.2:8000/v1", model="m")])
     assert list(two) == ["m", "m (10.0.0.2:8000)"]
 
 
@@ -463,4 +465,5 @@ def test_an_abstained_answer_says_the_llm_was_not_asked(helper, quiet_env):
         html = final_html(run(helper, OFF_TOPIC, llm=LLMSettings(base_url=stub.url, model="stub-model"))[0])
         assert not stub.requests  # nothing to ground an answer in: the model is not called
     assert "No matching entry in the docs." in html and "the LLM was not asked" in html
+    assert html_lib.escape(NOT_ASKED_NOTICE) in html  # worded as the CLI says it (Helper.write words it)
     assert "must never be shown" not in html

@@ -14,8 +14,9 @@ from clirun import cli_env, one_line_error, rlhelper
 
 from rlhelper.answer.llm import LLMSettings
 from rlhelper.measure import faults
-from rlhelper.web import app as web
+from rlhelper.web import app as web_app
 from rlhelper.web import loadtest
+from rlhelper.web import server as web_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -32,17 +33,17 @@ def test_an_unresolvable_host_says_so_in_one_line(tmp_path, usem3_cache_dir):
 
 
 def test_loopback_is_told_apart_from_every_interface():
-    assert web.is_loopback("127.0.0.1") and web.is_loopback("localhost")
-    assert not web.is_loopback("0.0.0.0")
+    assert web_server.is_loopback("127.0.0.1") and web_server.is_loopback("localhost")
+    assert not web_server.is_loopback("0.0.0.0")
 
 
 def test_the_warning_names_the_llm_the_key_variable_and_the_feedback_file(monkeypatch, tmp_path):
     monkeypatch.setenv(KEY_ENV, KEY)
-    text = web.exposure_warning("0.0.0.0", 7860, [LLMSettings(base_url="http://10.0.0.5:30000/v1", model="qwen",
+    text = web_server.exposure_warning("0.0.0.0", 7860, [LLMSettings(base_url="http://10.0.0.5:30000/v1", model="qwen",
                                                               api_key_env=KEY_ENV)], tmp_path / "f.sqlite3", 20)
     assert "no authentication" in text and "http://10.0.0.5:30000/v1" in text and f"${KEY_ENV}" in text
     assert str(tmp_path / "f.sqlite3") in text and "reverse proxy" in text and KEY not in text
-    assert "LLM: off" in web.exposure_warning("0.0.0.0", 7860, None, tmp_path / "f.sqlite3", 20)
+    assert "LLM: off" in web_server.exposure_warning("0.0.0.0", 7860, None, tmp_path / "f.sqlite3", 20)
 
 
 def test_serving_on_every_interface_warns_on_stderr_and_still_serves(tmp_path, usem3_cache_dir, seeds_index):
@@ -66,7 +67,7 @@ def test_serving_on_every_interface_warns_on_stderr_and_still_serves(tmp_path, u
                 assert proc.poll() is None and time.monotonic() < deadline, "".join(err)[-2000:]
                 time.sleep(0.3)
             config = httpx.get(f"http://127.0.0.1:{port}/config", timeout=10, trust_env=False).json()
-            assert config["title"] == web.TITLE
+            assert config["title"] == web_app.TITLE
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -18,8 +18,9 @@ import pytest
 
 from rlhelper.api import Helper
 from rlhelper.errors import ConfigError
-from rlhelper.web import app as web
+from rlhelper.web import app as web_app
 from rlhelper.web import loadtest
+from rlhelper.web.server import start
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,7 +33,7 @@ def helper(seeds_index) -> Helper:
 @pytest.fixture(scope="module")
 def server(helper, tmp_path_factory):
     db = tmp_path_factory.mktemp("fb") / "feedback.sqlite3"
-    app, url = web.start(helper, port=loadtest.free_port(), feedback_db=db)
+    app, url = start(helper, port=loadtest.free_port(), feedback_db=db)
     yield app, url
     app.close()
 
@@ -60,7 +61,7 @@ def test_page_is_served_on_loopback_only(server):
         page = resp.read().decode()
     assert page.lstrip().lower().startswith("<!doctype html>")
     config = json.loads(urllib.request.urlopen(url + "/config", timeout=10).read())
-    assert config["title"] == web.TITLE
+    assert config["title"] == web_app.TITLE
     assert config.get("analytics_enabled") is False
 
 
@@ -128,7 +129,7 @@ def test_small_load_has_no_errors(server):
 def test_busy_port_is_a_clear_error(helper, server, tmp_path):
     port = urlsplit(server[1]).port
     with pytest.raises(ConfigError, match="another --port"):
-        web.start(helper, port=port, feedback_db=tmp_path / "f.sqlite3")
+        start(helper, port=port, feedback_db=tmp_path / "f.sqlite3")
 
 
 @pytest.mark.slow
@@ -154,7 +155,7 @@ def test_ui_app_script_serves_the_same_app(seeds_index, tmp_path):
             time.sleep(0.5)
         else:
             pytest.fail(f"ui/app.py did not start and say so within 90 s: {''.join(printed)}")
-        assert config["title"] == web.TITLE
+        assert config["title"] == web_app.TITLE
     finally:
         proc.terminate()
         proc.wait(timeout=20)

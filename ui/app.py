@@ -1,6 +1,6 @@
 """Serve the web chat: `python ui/app.py [--host 127.0.0.1] [--port 7860] [--index NAME_OR_PATH]`.
 
-The same app as `rlhelper serve` (rlhelper.web.app.serve); kept as a script for
+The same app as `rlhelper serve` (rlhelper.web.server.serve); kept as a script for
 people who run the UI from a checkout.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 try:
     from rlhelper.errors import RlhelperError
-    from rlhelper.web.app import serve
+    from rlhelper.web.server import serve
 except ImportError:  # a checkout without `pip install -e .`: use the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
     from rlhelper.errors import RlhelperError
-    from rlhelper.web.app import serve
+    from rlhelper.web.server import serve
 
 
 def main(argv: list[str] | None = None) -> int:

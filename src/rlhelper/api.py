@@ -8,6 +8,7 @@
     >>> chat.ask("weight sync timed out"); chat.ask("what about slime?")
     >>> h.as_retriever(k=4)                              # LangChain BaseRetriever
     >>> h.learn(answer, vote=1, source="cli")            # this answer's lead entry answers its question
+    >>> for piece in h.write(answer, llm_settings): ...  # your LLM writes it from the cited entries
 
 Loading reads the index folder only; the embedding model loads on the first
 dense search, so a lexical-only use never pays for it. The user's own question
@@ -20,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import config
 from .answer.extractive import FRAMEWORK_NAMES, build_answer
@@ -28,6 +30,9 @@ from .errors import QueryError
 from .schema import Entry, Hit
 from .search import followup
 from .search.retrieve import Retrieval, Retriever
+
+if TYPE_CHECKING:
+    from .answer.llm import LLMSettings, LLMStream
 
 
 class Helper:
@@ -222,6 +227,22 @@ class Helper:
         e = unfiltered.hits[0].entry
         return [f"Nothing matches within your filters, but outside them “{e.heading}” ({e.framework}, "
                 f"{e.collection}) does: clear the filters to see it."]
+
+    # -- the LLM-written answer (answer/llm.py) -----------------------------------------
+
+    def write(self, answer: Answer, settings: LLMSettings, *, stream: bool = True) -> LLMStream:
+        """`answer` written again by the user's LLM from the entries it found, checked against them.
+
+        Iterate the result for the text as the model writes it, then read its `.answer`: the
+        LLM's text with the citations it kept and a note per unverified command; the extractive
+        answer with a notice saying why it stayed (the model failed or sent nothing; or the
+        answer found no entry, so the model was not asked); or "no matching entry" when the
+        model found no answer in the entries. `stream=False` asks for the whole reply in one
+        response (`.finish()` returns the answer). Raises LLMError when the llm extra is missing.
+        """
+        from .answer.llm import LLMStream
+
+        return LLMStream.for_answer(answer, settings, streaming=stream)
 
     # -- learning from votes (userbank.py) -----------------------------------------------
 

@@ -279,38 +279,25 @@ def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url
     from ..index.userbank import remember_answer
 
     remember_answer(answer, helper.index.path)  # for `rlhelper feedback accept`
-    _show(answer, settings, as_json)
+    _show(helper, answer, settings, as_json)
 
 
-def _show(answer, settings, as_json: bool = False, indent: int | None = 2) -> None:
-    """Print an answer; with LLM settings, have the LLM write it (streamed on a terminal)."""
-    if settings is not None and not answer.abstained and not as_json:
-        from ..answer.llm import LLMStream
-        from .terminal import print_llm_answer
+def _show(helper, answer, settings, as_json: bool = False, indent: int | None = 2) -> None:
+    """Print an answer; with LLM settings, the LLM's (streamed on a terminal, whole for JSON)."""
+    if settings is not None:
+        writing = helper.write(answer, settings, stream=not as_json)
+        if not as_json:
+            from .terminal import print_llm_answer
 
-        print_llm_answer(LLMStream.for_answer(answer, settings))  # shown as the model writes
-        return
-    answer = _written(answer, settings)
+            print_llm_answer(writing)  # shown as the model writes
+            return
+        answer = writing.finish()
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=indent))
         return
     from .terminal import print_answer
 
     print_answer(answer)
-
-
-def _written(answer, settings):
-    """The answer written by the LLM when one is set and the docs answer; else as found."""
-    if settings is None:
-        return answer
-    if answer.abstained:
-        from ..answer.llm import NOT_ASKED_NOTICE
-
-        answer.notices.append(NOT_ASKED_NOTICE)
-        return answer
-    from ..answer.llm import answer_with_llm
-
-    return answer_with_llm(answer, settings)
 
 
 @main.command()
@@ -336,7 +323,7 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
     interactive = sys.stdin.isatty() and not as_json
 
     def show(answer):
-        _show(answer, settings, as_json, indent=None)  # JSON Lines: a script reads each as it comes
+        _show(helper, answer, settings, as_json, indent=None)  # JSON Lines: a script reads each as it comes
         if not as_json:
             click.echo()
 
@@ -554,7 +541,7 @@ def serve(host, port, index, llm, llm_base_url, llm_model, llm_api_key_env, llm_
       rlhelper serve
       rlhelper serve --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
     """
-    from ..web.app import serve as run_server
+    from ..web.server import serve as run_server
 
     settings = _llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     run_server(host=host, port=port, index=index, llm=[settings] if settings else None, time_budget=time_budget)

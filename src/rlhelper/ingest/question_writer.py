@@ -88,7 +88,7 @@ class BankWriter:
     def resolve(cls, settings, concurrency=None, deadline=None) -> BankWriter:
         """Argument > RLHELPER_LLM_CONCURRENCY / RLHELPER_LLM_DEADLINE > config file > default.
         Raises LLMError now, not per section, when langchain-openai is missing."""
-        from ..answer.llm import INSTALL_HINT, LLMError
+        from ..answer.llm_client import INSTALL_HINT, LLMError
 
         if importlib.util.find_spec("langchain_openai") is None:
             raise LLMError(f"Questions written by your LLM need langchain-openai: {INSTALL_HINT}")
@@ -385,7 +385,7 @@ class _Run:
 
     def ask(self, section: Section) -> list[str]:
         """The section's questions; raises _Failed with the reason."""
-        from ..answer.llm import LLMError, LLMRequestError, complete
+        from ..answer.llm_client import LLMError, LLMRequestError, complete
 
         system, user = build_messages(section)
         for attempt in (1, 2):

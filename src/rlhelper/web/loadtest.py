@@ -178,11 +178,11 @@ def run_load_cli(url: str | None = None, clients: int = 20, questions: int = 10,
     if url:
         return format_result(run_load(url, clients, questions, duration=duration))
     from ..api import Helper
-    from . import app as web
+    from .server import start
 
     helper = Helper.load(index)
     with tempfile.TemporaryDirectory() as tmp:  # votes of a benchmark do not belong in the user's file
-        app, local = web.start(helper, port=free_port(), feedback_db=Path(tmp) / "feedback.sqlite3")
+        app, local = start(helper, port=free_port(), feedback_db=Path(tmp) / "feedback.sqlite3")
         try:
             return (format_result(run_load(local, clients, questions, duration=duration))
                     + f"\n  (server: {json.dumps(local)})")

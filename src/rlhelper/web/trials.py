@@ -140,10 +140,10 @@ class SpinningHelper:
 
 def _started(helper, work: Path, **kw) -> tuple[object, str, Path]:
     """(app, url, feedback file) of a server of its own, with a feedback file of its own."""
-    from . import app as web
+    from .server import start
 
     db = work / f"feedback-{uuid.uuid4().hex[:8]}.sqlite3"
-    app, url = web.start(helper, port=loadtest.free_port(), feedback_db=db, **kw)
+    app, url = start(helper, port=loadtest.free_port(), feedback_db=db, **kw)
     return app, url, db
 
 
@@ -298,9 +298,9 @@ def load_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None
     if seconds <= 0:
         return None
     from ..api import Helper
-    from . import app as web
+    from .server import start
 
-    app, url = web.start(Helper.load(copy), port=loadtest.free_port(), feedback_db=work / "feedback.sqlite3")
+    app, url = start(Helper.load(copy), port=loadtest.free_port(), feedback_db=work / "feedback.sqlite3")
     try:
         result = loadtest.run_load(url, clients=clients, duration=seconds, timeout=60)
     finally:

@@ -1,0 +1,192 @@
+"""Running the web chat: `rlhelper serve` and `python ui/app.py` (serve), tests and the load test
+(start, non-blocking), with Gradio's launch options, the page's theme, style and script.
+
+Privacy: binds 127.0.0.1 by default, never a Gradio share link (a public tunnel), analytics, run history
+and monitoring off, no extra file paths served, system fonts only (no Google Fonts).
+
+What a visitor can make the server do (anyone who reaches the port: there is no authentication):
+- LLM answers go only to the endpoints the operator configured at start (`rlhelper serve --llm ...`);
+  a visitor picks one by name or none, never a URL, and a key goes only to the endpoint it was
+  configured with. With none configured the page offers no LLM and the API refuses one.
+- Every event the page fires can also be called by hand, so each handler checks its arguments
+  (arguments.py); a bad one is refused with its reason (HTTP 400 for the direct events: ClientErrorStatus).
+- One answer may take `time_budget` seconds; past it the visitor gets a notice and the worker is
+  abandoned (its result dropped). Answers share a pool of CONCURRENCY workers and a queue of at most
+  QUEUE_SIZE waiting requests, so one slow question does not stop the others.
+- Votes and comments are bounded per client and in total (feedback.py).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+
+import gradio as gr
+from starlette.middleware import Middleware
+
+from ..errors import ConfigError, RlhelperError
+from ..measure.feedback import FeedbackStore
+from .answering import TIME_BUDGET
+from .app import build_app
+from .arguments import llm_endpoints
+
+
+@cache
+def _asset(name: str) -> str:
+    """A file shipped beside this module (style.css, script.js), read once."""
+    return files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def theme() -> gr.themes.Base:
+    # System fonts: the default theme would fetch fonts from Google.
+    return gr.themes.Soft(
+        primary_hue="indigo",
+        neutral_hue="slate",
+        font=["ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+    )
+
+
+class ClientErrorStatus:
+    """ASGI middleware: Gradio answers a direct call its handler refused (a gr.Error, whose message it
+    sends even with show_error off) with HTTP 500; that is the caller's mistake, so it becomes 400.
+    A real server error still answers 500 with {"error": null} (details in the server log)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        held: dict = {}
+        body: list[bytes] = []
+
+        async def relay(message):
+            if message["type"] == "http.response.start" and message["status"] == 500:
+                held["start"] = message
+                return
+            if "start" not in held or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            data, status = b"".join(body), 500
+            try:
+                if isinstance(json.loads(data).get("error"), str):
+                    status = 400
+            except (ValueError, AttributeError):
+                pass
+            await send({**held["start"], "status": status})
+            await send({"type": "http.response.body", "body": data})
+
+        await self.app(scope, receive, relay)
+
+
+def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
+    """Keyword arguments for Blocks.launch: local only, private, our look (Gradio 6 takes css/theme here)."""
+    return {
+        "server_name": host,
+        "server_port": port,
+        "share": False,
+        "inbrowser": False,
+        "show_error": False,
+        "footer_links": [],
+        "run_history": False,  # no per-browser record of questions and answers
+        "enable_monitoring": False,
+        "ssr_mode": False,
+        "mcp_server": False,
+        "pwa": False,
+        "max_file_size": "1kb",  # the page takes no files; keep the upload route useless
+        "app_kwargs": {"middleware": [Middleware(ClientErrorStatus)]},
+        "theme": theme(),
+        "css": _asset("style.css"),
+        "head": f"<script>\n{_asset('script.js')}</script>\n",
+    }
+
+
+# -- running it -----------------------------------------------------------------------------
+
+
+def _warm_up(helper) -> None:
+    """Load the embedding model once before the first visitor (and before many threads race to),
+    and matplotlib: Gradio imports it on the event loop around the first event (to pin its
+    backend), which stalled every open request for 0.6 s under load."""
+    try:
+        helper.ask("CUDA out of memory", k=1)
+    except RlhelperError:
+        pass
+    try:
+        import matplotlib
+
+        matplotlib.get_backend()
+    except ImportError:
+        pass
+
+
+def is_loopback(host: str, port: int | None = None) -> bool:
+    """Whether binding `host` keeps the server on this machine; ConfigError when it does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as err:
+        raise ConfigError(f"--host {host!r} cannot be resolved ({getattr(err, 'strerror', None) or err}): pass an "
+                          "address such as 127.0.0.1 (this machine only) or 0.0.0.0 (every interface).") from None
+    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def exposure_warning(host: str, port: int, llm: Sequence | None, feedback_path: Path,
+                     writes_per_minute: int) -> str:
+    """What `serve` prints when it binds beyond loopback: who can reach it, and what they can use."""
+    lines = [f"Warning: serving on {host}:{port}, reachable from other machines, with no authentication: anyone "
+             "who reaches this port can ask questions, have the LLM below answer, and vote."]
+    endpoints = llm_endpoints(llm)
+    for name, one in endpoints.items():
+        key = (f"the key in ${one.api_key_env}" if os.environ.get(one.api_key_env)
+               else f"no key (${one.api_key_env} is unset)")
+        lines.append(f"  LLM: visitors may have {name!r} at {one.base_url} write answers; {key} goes there only.")
+    if not endpoints:
+        lines.append("  LLM: off (`rlhelper serve --llm --llm-base-url URL --llm-model NAME` offers one).")
+    lines.append(f"  Feedback: votes and comments are stored in {feedback_path} "
+                 f"(at most {writes_per_minute} writes a minute per visitor).")
+    lines.append("  Put it behind a reverse proxy with authentication: README, \"Serving beyond this machine\".")
+    return "\n".join(lines)
+
+
+def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_db=None, llm: Sequence | None = None,
+          time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None) -> tuple[gr.Blocks, str]:
+    """Launch in a background thread; returns (app, local URL). `app.close()` stops it."""
+    is_loopback(host, port)  # an unresolvable host says so, not Gradio's "Cannot find empty port"
+    app = build_app(helper, feedback_db=feedback_db, llm=llm, time_budget=time_budget,
+                    writes_per_minute=writes_per_minute)
+    _warm_up(helper)
+    try:
+        # quiet: Gradio's own banner suggests share=True, a public link this app never makes.
+        app.launch(prevent_thread_lock=True, quiet=True, **launch_options(host, port))
+    except OSError as err:
+        raise ConfigError(f"Cannot serve on {host}:{port} ({err}): pass another --port.") from err
+    return app, app.local_url.rstrip("/")
+
+
+def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None, llm: Sequence | None = None,
+          time_budget: float = TIME_BUDGET) -> None:
+    """Serve the chat until interrupted (`rlhelper serve`). `llm`: the LLMSettings visitors may use."""
+    from ..api import Helper
+    from ..measure.feedback import WRITES_PER_MINUTE
+
+    loopback = is_loopback(host, port)
+    helper = Helper.load(index)
+    app, url = start(helper, host, port, feedback_db=feedback_db, llm=llm, time_budget=time_budget)
+    if not loopback:
+        print(exposure_warning(host, port, llm, FeedbackStore(feedback_db).path, WRITES_PER_MINUTE),
+              file=sys.stderr, flush=True)
+    llm_note = f"; LLM answers by {', '.join(map(repr, llm_endpoints(llm)))}" if llm else ""
+    print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries{llm_note}; Ctrl+C stops it)", flush=True)
+    app.block_thread()

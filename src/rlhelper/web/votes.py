@@ -1,0 +1,121 @@
+"""Thumbs up/down and comments on the web chat's answers: stored for `rlhelper feedback export`, and
+taught to the user's question bank (a thumbs-up makes the answer's entry lead for its question).
+
+Plain functions taking the FeedbackStore / Helper and the browser session explicitly, so tests call
+them without a browser. Votes and comments are bounded per client and in total (feedback.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from ..answer import html as render
+from ..errors import RlhelperError
+from ..measure.feedback import FeedbackFull, FeedbackRefused, FeedbackStore
+from .arguments import RequestError
+from .session import new_session
+
+log = logging.getLogger(__name__)
+
+_VOTES = {"Like": 1, "Dislike": -1, "": None}  # what the page sends; "": the vote was taken back
+TOO_MANY = "Too many votes and comments from you in the last minute: wait a minute, then try again."
+
+
+def _vote_of(liked) -> int | None:
+    if liked is True:
+        return 1
+    if liked is False:
+        return -1
+    if liked is None or (isinstance(liked, str) and liked in _VOTES):
+        return _VOTES.get(liked)
+    raise RequestError(f"a vote is 'Like', 'Dislike' or '' (taken back), not {str(liked)[:50]!r}")
+
+
+def _position_of(index) -> int:
+    """The history position a vote names: an int, or [row, column] as Gradio sends it."""
+    position = index[0] if isinstance(index, list | tuple) and 1 <= len(index) <= 2 else index
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 1_000_000:
+        raise RequestError(f"a vote names a message by its position in the chat, not {str(index)[:50]!r}")
+    return position
+
+
+def record_vote(store: FeedbackStore, session: dict | None, index, liked,
+                allowed: Callable[[], bool] = lambda: True) -> tuple[dict, str]:
+    """Store (or change, or take back) a thumbs up/down on the answer at `index` of the history.
+    RequestError for a payload the page cannot send; `allowed()` says whether this client may write now."""
+    session = session if session is not None else new_session()
+    position, vote = _position_of(index), _vote_of(liked)
+    turn = session["answers"].get(position)
+    if turn is None:
+        return session, "Only answers can be voted on."
+    if not allowed():
+        return session, TOO_MANY
+    if vote is None:
+        if turn["row"] is not None:
+            store.remove(turn["row"])
+            turn["row"] = None
+        session["last_vote"] = None
+        return session, "Vote removed."
+    try:
+        if turn["row"] is None:
+            turn["row"] = store.record(turn["query"], turn["answer"], turn["entry_ids"], vote)
+        else:
+            store.change_vote(turn["row"], vote)
+    except FeedbackFull as err:
+        log.warning("vote not stored: %s", err)
+        return session, "Votes are not being recorded right now (the server's feedback store is full). Sorry."
+    session["last_vote"] = position
+    thanks = "helpful" if vote > 0 else "not helpful"
+    return session, f"Thanks: answer marked {thanks}. Add a comment below if you like (optional)."
+
+
+def learn_from_vote(helper, session: dict | None, index, liked) -> str:
+    """A thumbs-up adds the answer's question to the user's bank for its lead entry, a thumbs-down
+    demotes that entry for it, taking the vote back removes what it added. Returns a note for
+    the status line ("" when there is nothing to say)."""
+    bank = helper.user_bank
+    position = index[0] if isinstance(index, list | tuple) else index
+    turn = (session or {}).get("answers", {}).get(int(position)) if position is not None else None
+    taught = turn.get("learn") if turn else None
+    if bank is None or not taught:
+        return ""
+    vote = _vote_of(liked)
+    try:
+        if vote is None:
+            bank.forget(taught["question"], taught["entry"])
+            return ""
+        bank.add(taught["question"], taught["entry"], vote, "web")
+    except RlhelperError as err:
+        log.warning("the vote was not learned: %s", err)
+        return f" (Not learned: {err})"
+    heading = taught["entry"].get("heading") or "this entry"
+    if vote > 0:
+        return f" “{render.esc(heading)}” will lead for this question from now on."
+    return f" “{render.esc(heading)}” will not lead for this question again."
+
+
+def add_comment(store: FeedbackStore, session: dict | None, comment: str,
+                allowed: Callable[[], bool] = lambda: True) -> tuple[dict, str]:
+    """Attach a comment to the answer voted on last. A comment over feedback.MAX_COMMENT_CHARS is
+    refused with a message (the page's box stops there); a non-text one is a RequestError."""
+    session = session if session is not None else new_session()
+    if comment is not None and not isinstance(comment, str):
+        raise RequestError(f"a comment is text, not {type(comment).__name__}")
+    position = session.get("last_vote")
+    turn = session["answers"].get(position) if position is not None else None
+    if turn is None or turn["row"] is None:
+        return session, "Vote on an answer first (thumbs up or down), then add a comment."
+    if not (comment or "").strip():
+        return session, "The comment is empty."
+    if not allowed():
+        return session, TOO_MANY
+    try:
+        store.set_comment(turn["row"], comment)
+    except FeedbackFull as err:
+        log.warning("comment not stored: %s", err)
+        return session, "Comments are not being recorded right now (the server's feedback store is full). Sorry."
+    except FeedbackRefused as err:  # too long: said to the writer, who can shorten it
+        text = str(err)
+        return session, f"Not saved: {text[0].upper()}{text[1:]}."
+    return session, "Comment saved with your vote. Thank you."
