@@ -19,15 +19,16 @@ from rlhelper.cli import main
 from rlhelper.index.store import Index
 from rlhelper.ingest import question_writer
 from rlhelper.ingest.pipeline import ingest
-from rlhelper.ingest.question_writer import (
+from rlhelper.ingest.question_prompt import (
+    ACCEPT_MIN,
     KEEP_MAX,
     MAX_QUESTION_CHARS,
-    BankWriter,
     Section,
     build_messages,
     clean,
     parse_questions,
 )
+from rlhelper.ingest.question_writer import BankWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub, Reply  # noqa: E402
@@ -181,7 +182,7 @@ def test_a_huge_reply_is_read_only_at_its_head():
 
 
 def test_prose_is_not_a_list_of_questions():
-    assert len(parse_questions("I cannot help with that request.")) < question_writer.ACCEPT_MIN
+    assert len(parse_questions("I cannot help with that request.")) < ACCEPT_MIN
 
 
 def test_the_section_is_sent_as_data_and_the_other_language_named():

@@ -8,11 +8,9 @@ Entries without labels are quoted whole (they are short: the index splits long
 sections).
 
 Only the best entry is quoted. A runner-up is cited too only when it ties
-(fused score within 1 %): on the eval's dev split a second hit within 5 % of
-the best answered the query a third of the time, and within 8-15 % one time
-in five, so quoting it would mostly pad the answer with a wrong fix. The
-runners-up stay in `Answer.hits`, which the CLI and the web chat list as
-related entries.
+(fused score within 1 %): a close second is mostly a wrong fix, so quoting it
+would pad the answer (the figures: eval/DECISIONS.md). The runners-up stay in
+`Answer.hits`, which the CLI and the web chat list as related entries.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ from ..errors import (
 )
 from ..index import build, embed, lexical, questions, store
 from ..schema import Entry
-from . import question_writer, twins
+from . import question_prompt, question_writer, twins
 from .bank import question_bank_dir, question_index, thread_titles
 from .changes import content_sha256, doc_hash, shaping_settings
 from .entries import build_entries, merge_duplicates, read_document
@@ -242,7 +242,7 @@ def _write_questions(docs: list[_Doc], shipped: questions.BankReport, llm: quest
                      progress: Progress | None, report: IngestReport) -> question_writer.WriteReport:
     """Have the user's model write questions for the sections of this run's documents that the
     shipped bank does not cover; drop those of documents gone or left with no answerable section."""
-    in_run = question_writer.sections(e for d in docs if d.in_run for e in d.entries)
+    in_run = question_prompt.sections(e for d in docs if d.in_run for e in d.entries)
     with_sections = {(s.collection, s.doc) for s in in_run}
     gone = [tuple(name.split("/", 1)) for name in report.dropped]
     gone += [d.key for d in docs if d.in_run and d.key not in with_sections]
@@ -255,7 +255,7 @@ def _add_written_questions(bank: questions.BankReport, docs: list[_Doc], report:
     its fingerprint, or None when it holds none."""
     if not question_writer.bank_dir().is_dir():
         return None
-    written, stale = question_writer.read_bank(question_writer.sections(e for d in docs for e in d.entries))
+    written, stale = question_writer.read_bank(question_prompt.sections(e for d in docs for e in d.entries))
     if stale:
         report.notes.append(f"{stale} section(s) changed since your LLM wrote their questions, which are not "
                             "searched until `rlhelper ingest ... --llm` writes them again")

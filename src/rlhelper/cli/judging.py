@@ -1,0 +1,69 @@
+"""`rlhelper judge`: the judge's training data and its training (issue 21; not used by search yet)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .options import load_helper
+
+
+@click.group()
+def judge():
+    """Build the judge's training data, train it and export it (issue 21; not used by search yet)."""
+
+
+@judge.command("check-copies")
+@click.option("--drop", is_flag=True, help="Rewrite the file without the copies.")
+def judge_check_copies(drop):
+    """Count the unanswerable training questions that copy an eval query (counts only, never the text)."""
+    from ..judge import data
+
+    total, hits = data.drop_copies(rewrite=drop)
+    click.echo(f"{total} questions in {data.UNANSWERABLE.name}; {hits} copy an eval query"
+               + (" (dropped)" if drop and hits else ""))
+
+
+@judge.command("build-data")
+@click.option("--index", "index", help="Index folder or name whose retriever picks the negatives (default: index/default).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Pairs file (default: train/judge/pairs.jsonl).")
+@click.option("--unanswerable", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Questions the docs do not answer (default: train/judge/unanswerable.jsonl).")
+@click.option("--seed", default=13, show_default=True, help="Seed of the pairs' order.")
+def judge_build_data(index, out, unanswerable, seed):
+    """Pairs (question, entry passage, label) from the question bank, near misses and unanswerable questions."""
+    from ..judge import data
+
+    helper = load_helper(index, user_bank=False)
+    pairs, skipped = data.build(helper, data.read_unanswerable(unanswerable or data.UNANSWERABLE), seed=seed,
+                                progress=lambda n, total: click.echo(f"bank questions searched: {n}/{total}", err=True))
+    out = out or data.PAIRS
+    digest = data.write(pairs, out)
+    for (source, lang, label), n in sorted(data.counts(pairs).items()):
+        click.echo(f"{source:13} {lang}  label {label}  {n:6}")
+    for what, n in skipped.items():
+        if n:
+            click.echo(f"skipped: {n} {what}")
+    click.echo(f"{len(pairs)} pairs -> {out} (sha256 {digest[:16]})")
+
+
+@judge.command("train")
+@click.option("--pairs", "pairs_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Pairs file written by build-data (default: train/judge/pairs.jsonl).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Model folder (default: train/judge/model).")
+@click.option("--max-pairs", type=click.IntRange(min=2), help="Train on this many pairs, drawn with the seed.")
+@click.option("--epochs", default=1, show_default=True, type=click.IntRange(min=1), help="Passes over the pairs.")
+@click.option("--max-length", default=128, show_default=True, type=click.IntRange(min=16, max=512),
+              help="Tokens of question and passage together.")
+@click.option("--seed", default=13, show_default=True, help="Seed of the sampling, the new head and the batch order.")
+def judge_train(pairs_file, out, max_pairs, epochs, max_length, seed):
+    """Fine-tune all-MiniLM-L6-v2 as a cross-encoder, export ONNX fp32 and int8 with a manifest."""
+    from ..judge import data, train
+
+    out = out or data.TRAIN_DIR / "model"
+    _, manifest = train.run(pairs_file or data.PAIRS, out, max_pairs=max_pairs, epochs=epochs,
+                         max_length=max_length, seed=seed, command=" ".join(["rlhelper", *sys.argv[1:]]))
+    sizes = ", ".join(f"{name} {f['bytes'] / 1e6:.1f} MB" for name, f in manifest["files"].items())
+    click.echo(f"trained on {manifest['pairs']} pairs -> {out} ({sizes})")

@@ -1,0 +1,151 @@
+"""`rlhelper feedback` and `rlhelper questions`: votes on answers, and the questions learned from them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .options import load_helper
+
+
+@click.group()
+def feedback():
+    """Thumbs up/down recorded by the web chat; accept or demote the last `rlhelper ask` answer."""
+
+
+def _vote_on_last(vote: int, hit: int) -> None:
+    from ..index.userbank import UserBank, last_answer
+
+    last = last_answer()
+    hits = last["hits"]
+    if last.get("abstained") and hit == 1 and vote > 0:
+        raise click.ClickException("the last answer found no matching entry, so there is no entry to accept; "
+                                   "if one of the related entries it listed answers it, accept that one with "
+                                   "--hit N (N: its place in the list).")
+    if not 1 <= hit <= len(hits):
+        raise click.ClickException(f"the last answer listed {len(hits)} entr{'y' if len(hits) == 1 else 'ies'}: "
+                                   f"--hit must be between 1 and {len(hits)}." if hits else
+                                   "the last answer listed no entry: there is nothing to vote on.")
+    record = UserBank().add(last["question"], hits[hit - 1], vote, "cli")
+    what = "accepted for" if vote > 0 else "demoted for"
+    click.echo(f"“{record.heading}” ({record.collection}/{record.doc}) {what} “{_short(record.text)}” "
+               f"[{record.id}]; the next search uses it. Undo: rlhelper questions remove {record.id}")
+
+
+def _short(text: str, width: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+_hit_option = click.option("--hit", default=1, show_default=True, type=click.IntRange(min=1),
+                           help="Which entry of the last answer: 1 is the cited lead, N the N-th entry listed.")
+
+
+@feedback.command("accept")
+@_hit_option
+def feedback_accept(hit):
+    """The last `rlhelper ask` answer was right: learn its question for its lead entry (or --hit N)."""
+    _vote_on_last(1, hit)
+
+
+@feedback.command("demote")
+@_hit_option
+def feedback_demote(hit):
+    """The last `rlhelper ask` answer was wrong: never lead with its entry for that question again."""
+    _vote_on_last(-1, hit)
+
+
+@feedback.command("export")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default stdout).")
+@click.option("--as-eval", is_flag=True,
+              help="Write an eval set instead (thumbs-up answers: their cited sections are expected), for `rlhelper eval --set`.")
+@click.option("--index", "index", help="With --as-eval: the index whose entries the votes cited (default: index/default).")
+def feedback_export(output, as_eval, index):
+    """Write all feedback as JSON Lines."""
+    from ..measure.feedback import FeedbackStore, eval_items, export, write_lines
+
+    if not as_eval:
+        count = export(output or sys.stdout)
+        click.echo(f"{count} feedback rows exported", err=True)
+        return
+    from .. import config
+    from ..search.query import normalize_query
+
+    entries = {e.id: e for e in load_helper(index).entries}
+
+    def locate(entry_id):
+        e = entries.get(entry_id)
+        return (f"{e.collection}/{e.doc}", e.heading) if e else None
+
+    items, left_out = eval_items(FeedbackStore().rows(), locate, lambda q: normalize_query(q).is_log)
+    write_lines(items, output or sys.stdout)
+    skipped = ", ".join(f"{n} {why}" for why, n in left_out.items() if n)
+    click.echo(f"{len(items)} eval items exported" + (f" (left out: {skipped})" if skipped else "")
+               + f"; measure with `rlhelper eval --set FILE --index {config.resolve_index(index)}`", err=True)
+
+
+@click.group()
+def questions():
+    """Questions learned from your votes (thumbs up/down, `feedback accept`): review and share them."""
+
+
+@questions.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line instead of a table.")
+def questions_list(as_json):
+    """Every learned question: id, +1 accepted / -1 demoted, the entry, where it came from."""
+    from ..index.userbank import UserBank
+
+    bank = UserBank()
+    records = bank.records()
+    if as_json:
+        for record in records:
+            click.echo(json.dumps(record.to_dict(), ensure_ascii=False))
+        return
+    for problem in bank.problems():
+        click.secho(f"note: {problem}", fg="yellow", err=True)
+    if not records:
+        click.echo(f"No learned questions yet ({bank.path}). A thumbs-up in the web chat or "
+                   "`rlhelper feedback accept` after `rlhelper ask` adds one.", err=True)
+        return
+    for r in records:
+        vote = click.style("+1", fg="green") if r.vote > 0 else click.style("-1", fg="red")
+        click.echo(f"{click.style(r.id, bold=True)}  {vote}  {_short(r.text, 60)}")
+        click.echo(click.style(f"            -> {r.heading}  ({r.collection}/{r.doc}; {r.source}, {r.time})", dim=True))
+
+
+@questions.command("remove")
+@click.argument("ids", nargs=-1)
+@click.option("--entry", help="Remove every question learned for this entry (its id, as `questions list --json` shows).")
+def questions_remove(ids, entry):
+    """Remove learned questions by ID (as `questions list` shows them) or by --entry."""
+    from ..index.userbank import UserBank
+
+    if not ids and not entry:
+        raise click.UsageError("give the ID of a question (see `rlhelper questions list`) or --entry ENTRY_ID")
+    removed = UserBank().remove(ids, entry)
+    click.echo(f"{len(removed)} learned question{'s' if len(removed) != 1 else ''} removed")
+
+
+@questions.command("export")
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+def questions_export(output):
+    """Write every learned question to OUTPUT as JSON Lines ('-' for stdout), to share with a team."""
+    from ..index.userbank import UserBank
+
+    count = UserBank().export(output)
+    click.echo(f"{count} learned question{'s' if count != 1 else ''} exported"
+               + (f" to {output}" if str(output) != "-" else ""), err=True)
+
+
+@questions.command("import")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+def questions_import(source):
+    """Add the questions of SOURCE (written by `questions export`); importing it again changes nothing."""
+    from ..index.userbank import UserBank
+
+    counts = UserBank().import_file(source)
+    click.echo(f"{counts['added']} added, {counts['changed']} changed (a newer vote), {counts['unchanged']} "
+               "already held")

@@ -1,0 +1,136 @@
+"""`rlhelper eval` and `rlhelper bench`: the eval sets, speed and reliability."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .options import llm_options, llm_settings
+
+
+@click.command("eval")
+@click.option("--set", "eval_set", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Eval file (JSON Lines; default eval/seeds.jsonl).")
+@click.option("--split", type=click.Choice(["dev", "test"]), help="Only items of this split.")
+@click.option("--collection", "-c", multiple=True, help="Collections the index must hold (default: seeds).")
+@click.option("--embedder", help="Embedder spec (builds a temporary index with it).")
+@click.option("--index", "index", help="Evaluate this existing index instead of building one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of a table.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the Markdown report and PNG chart here (default eval/reports).")
+@click.option("--calibrate", is_flag=True,
+              help="Fit the abstention model on the dev split first (saved to the calibration_file setting).")
+@click.option("--write-baseline", is_flag=True,
+              help="Write the regression gate's baseline: test split, hybrid mode (default collections: seeds).")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The baseline file --write-baseline writes (default eval/baseline.json).")
+@llm_options
+def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, write_baseline, baseline_file,
+          llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
+    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid.
+
+    With --llm your model judges every hybrid answer, as `rlhelper ask --llm` does (one request per
+    item): its "no answer in these entries" counts as an abstention.
+    """
+    from ..measure import baseline, harness, report, sets
+
+    eval_file = eval_set or sets.DEFAULT_EVAL_FILE
+    settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
+    if calibrate and settings is not None:
+        raise click.UsageError("--calibrate fits rlhelper's own abstention model: run it without --llm")
+    if baseline_file is not None and not write_baseline:
+        raise click.UsageError("--baseline names the file --write-baseline writes: add --write-baseline")
+    if write_baseline:
+        # The gate compares rlhelper's own test-split figures: no dev split, no LLM, no calibration in between.
+        if split not in (None, baseline.BASELINE_SPLIT) or calibrate or settings is not None or embedder:
+            raise click.UsageError("--write-baseline measures the test split with the default embedder and "
+                                   "rlhelper's own abstention: drop --split dev, --calibrate, --embedder and --llm")
+        split = baseline.BASELINE_SPLIT
+        collection = collection or baseline.DEFAULT_COLLECTIONS
+    if calibrate:
+        if split != "dev":
+            raise click.UsageError("calibrate on the dev split (--split dev), never on test")
+        from ..measure.calibration import run_calibration
+
+        model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
+                                       index=index)
+        click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
+    result = harness.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
+                              index=index, llm=settings)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(report.format_table(result))
+    paths = report.write_report(result, report_dir or report.DEFAULT_REPORT_DIR)
+    for path in paths:
+        click.echo(f"report: {path}", err=True)
+    if write_baseline:
+        target = baseline_file or baseline.DEFAULT_BASELINE
+        baseline.write_baseline(result, target, baseline.baseline_command(eval_file, target, collection))
+        click.echo(f"baseline written: {target}", err=True)
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+@click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures as JSON here.")
+def bench(ctx, json_out):
+    """Print speed and memory figures (ingest, query latency, whole-process ask, peak memory)."""
+    if ctx.invoked_subcommand:
+        return
+    from ..measure import bench as benchmarks
+
+    figures = benchmarks.run_bench(json_out=json_out)
+    click.echo(benchmarks.format_bench(figures))
+
+
+@bench.command("scale")
+@click.option("--sizes", default="10000,100000", show_default=True,
+              help="Comma-separated entry counts (empty: none).")
+@click.option("--threads", default="", help="Comma-separated counts of synthetic GitHub issue threads to ingest.")
+def bench_scale(sizes, threads):
+    """Synthetic corpora of 10k and 100k entries: throughput, size on disk, latency, memory."""
+    from ..measure import bench as benchmarks
+
+    def counts(text):
+        return tuple(int(s) for s in text.split(",") if s.strip())
+
+    figures = benchmarks.run_scale_bench(sizes=counts(sizes), threads=counts(threads))
+    click.echo(benchmarks.format_bench(figures))
+
+
+@bench.command("web")
+@click.option("--clients", default=20, show_default=True, help="Concurrent clients.")
+@click.option("--questions", default=10, show_default=True, help="Questions per client.")
+@click.option("--duration", type=float, help="Seconds to keep asking, instead of a number of questions.")
+@click.option("--url", help="A running server (default: start one on 127.0.0.1 for the run).")
+def bench_web(clients, questions, duration, url):
+    """Concurrent clients against the web app: errors, p50/p95/p99 response time, throughput."""
+    from ..web.loadtest import run_load_cli
+
+    click.echo(run_load_cli(url=url, clients=clients, questions=questions, duration=duration))
+
+
+@bench.command("reliability")
+@click.option("--index", "index", help="Index folder or name to copy and try (default: index/default).")
+@click.option("--kills", default=20, show_default=True, help="SIGKILLed ingests (0 skips them).")
+@click.option("--fuzz", default=200, show_default=True, help="Fuzzed documents and logs (0 skips them).")
+@click.option("--clients", default=50, show_default=True, help="Concurrent web clients in the load trial.")
+@click.option("--seconds", default=60.0, show_default=True, help="Length of the load trial (0 skips it).")
+@click.option("--seed", default=0, show_default=True, help="Random seed of the kill points and fuzzed inputs (same seed, same trials).")
+@click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load", "web",
+                                                              "escapes", "llm", "giant", "symlinks", "sections"]),
+              help="Leave a trial out. Repeatable.")
+def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
+    """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile
+    queries, fuzzing, load, web and CLI attacks) and print what was tried and what held; exit 1 if anything did not."""
+    from ..measure.reliability import format_report, run_reliability
+    from ..web.trials import RELIABILITY_STEPS
+
+    rows = run_reliability(index, kills=kills, fuzz=fuzz, clients=clients, seconds=seconds, seed=seed, skip=skip,
+                           say=lambda line: click.echo(line, err=True), web_steps=RELIABILITY_STEPS)
+    click.echo(format_report(rows))
+    if not all(row.ok for row in rows):
+        sys.exit(1)
