@@ -65,22 +65,15 @@ def feedback_demote(hit):
 @click.option("--index", "index", help="With --as-eval: the index whose entries the votes cited (default: index/default).")
 def feedback_export(output, as_eval, index):
     """Write all feedback as JSON Lines."""
-    from ..measure.feedback import FeedbackStore, eval_items, export, write_lines
+    from ..measure.feedback import FeedbackStore, eval_items_for_index, export, write_lines
 
     if not as_eval:
         count = export(output or sys.stdout)
         click.echo(f"{count} feedback rows exported", err=True)
         return
     from .. import config
-    from ..search.query import normalize_query
 
-    entries = {e.id: e for e in load_helper(index).entries}
-
-    def locate(entry_id):
-        e = entries.get(entry_id)
-        return (f"{e.collection}/{e.doc}", e.heading) if e else None
-
-    items, left_out = eval_items(FeedbackStore().rows(), locate, lambda q: normalize_query(q).is_log)
+    items, left_out = eval_items_for_index(FeedbackStore().rows(), load_helper(index).entries)
     write_lines(items, output or sys.stdout)
     skipped = ", ".join(f"{n} {why}" for why, n in left_out.items() if n)
     click.echo(f"{len(items)} eval items exported" + (f" (left out: {skipped})" if skipped else "")

@@ -236,6 +236,20 @@ def eval_items(rows: list[dict], locate: Callable[[str], tuple[str, str] | None]
     return items, left_out
 
 
+def eval_items_for_index(rows: list[dict], entries: list) -> tuple[list[dict], dict[str, int]]:
+    """`eval_items` against an index's entries (`Helper.entries`): a cited entry is found by its
+    id, and a query is a traceback when the query normaliser reads it as a log."""
+    from ..search.query import normalize_query
+
+    by_id = {e.id: e for e in entries}
+
+    def locate(entry_id: str) -> tuple[str, str] | None:
+        e = by_id.get(entry_id)
+        return (f"{e.collection}/{e.doc}", e.heading) if e else None
+
+    return eval_items(rows, locate, lambda query: normalize_query(query).is_log)
+
+
 def write_lines(records: list[dict], target: str | Path | IO[str] | None) -> None:
     """JSON Lines to a path, an open text stream, or stdout (None or "-")."""
     lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
