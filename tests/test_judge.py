@@ -15,6 +15,7 @@ import pytest
 
 from rlhelper.judge import data
 from rlhelper.judge.passage import MAX_PASSAGE_CHARS
+from rlhelper.schema import Entry
 
 GUIDE = """# Rollout guide
 
@@ -180,3 +181,20 @@ def test_importing_the_scorer_does_not_import_torch():
     probe = "import sys, rlhelper.judge.score; print('torch' in sys.modules, 'onnxruntime' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split() == ["False", "False"]
+
+
+def _entry(id_, collection, doc, breadcrumb, anchor):
+    return Entry(id=id_, collection=collection, doc=doc, doc_title="verl FAQ", framework="verl", lang="en",
+                 breadcrumb=breadcrumb, heading=breadcrumb[-1], anchor=anchor, line_start=1, line_end=3,
+                 text="Lower the micro batch size.")
+
+
+def test_a_near_miss_is_never_the_answer_in_another_form():
+    """The judge reads the title trail first: an entry under the answer's own trail (another version
+    of the page, as the seed FAQ and the official one are) must not be taught as "does not answer"."""
+    answer = _entry("a", "seeds", "verl_faq.md", ["FAQ", "CUDA OOM"], "cuda-oom")
+    other_version = _entry("b", "official", "verl/faq.rst", ["FAQ", "CUDA OOM"], "id3")
+    part_two = _entry("c", "seeds", "verl_faq.md", ["FAQ", "CUDA OOM"], "cuda-oom")
+    elsewhere = _entry("d", "official", "verl/faq.rst", ["FAQ", "NCCL timeout"], "id4")
+    assert data.is_answer(other_version, answer) and data.is_answer(part_two, answer)
+    assert not data.is_answer(elsewhere, answer)

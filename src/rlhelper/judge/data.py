@@ -24,7 +24,7 @@ from pathlib import Path
 from ..config import REPO_ROOT, corpus_dir
 from ..errors import ConfigError, RlhelperError
 from ..index.questions import BANK_FOLDER, attach, read_bank
-from ..schema import Entry
+from ..schema import Entry, title_trail
 from ..search.ranking import section_key
 from .passage import passage
 
@@ -85,9 +85,13 @@ def eval_queries(folder: Path = REPO_ROOT / "eval") -> list[str]:
 
 # --- pairs ----------------------------------------------------------------------------
 
-def _is_answer(candidate: Entry, entry: Entry) -> bool:
-    """The answer in another form: a part of its section, or its twin (a repeat is merged into it)."""
-    return section_key(candidate) == section_key(entry) or candidate.id in {t.get("entry_id") for t in entry.twins}
+def is_answer(candidate: Entry, entry: Entry) -> bool:
+    """The answer in another form: a part of its section, its twin (a repeat is merged into it), or
+    an entry under the same title trail (another version of the page, a part cut elsewhere). The
+    judge reads the trail first: a "does not answer" label on the answer's own trail would teach it
+    to contradict the positive pair."""
+    return (section_key(candidate) == section_key(entry) or candidate.id in {t.get("entry_id") for t in entry.twins}
+            or title_trail(candidate.doc_title, candidate.breadcrumb) == title_trail(entry.doc_title, entry.breadcrumb))
 
 
 def _pair(query: str, entry: Entry, label: int, source: str, lang: str, qid: str) -> dict:
@@ -118,7 +122,7 @@ def bank_pairs(helper, near_misses: int = NEAR_MISSES, progress=None) -> tuple[l
         except RlhelperError:
             skipped["bank questions without near misses (the retriever refused the query)"] += 1
             continue
-        misses = [h.entry for h in hits if not _is_answer(h.entry, entry)][:near_misses]
+        misses = [h.entry for h in hits if not is_answer(h.entry, entry)][:near_misses]
         pairs += [_pair(q.text, e, 0, "near_miss", lang, qid) for e in misses]
     skipped["bank questions whose entry the index lacks"] += sum(n for *_, n in report.orphans)
     return pairs, skipped

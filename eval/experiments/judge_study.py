@@ -1,0 +1,93 @@
+"""Does the trained judge beat today's pipeline on dev? (issue 21, point 4)
+
+    python eval/experiments/judge_study.py MODEL_FOLDER [--index index/default] [--k 5] [--split dev]
+
+For the dev items of seeds, official and issues, on one index (the default holds both shipped
+collections, so every set is searched over the same entries), the pipeline's hybrid search gives
+its top `k` hits and its confidence; the judge then reads (query, passage) for each of those hits.
+Printed, per set and language:
+
+- R@1 of the pipeline, and of the same hits reordered by the judge's probability;
+- abstention AUROC of the pipeline's confidence, and of the judge's best probability over the
+  top `k` (unanswerable items should score lower), with the share of answerable items wrongly
+  abstained at the point that abstains on 70 % of the unanswerable ones;
+- the judge's cost per query (p50, one thread, int8).
+
+Only figures are printed, never a query. The judge is adopted only if it wins on dev here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from rlhelper.api import Helper
+from rlhelper.judge.passage import passage
+from rlhelper.judge.score import Judge
+from rlhelper.measure.metrics import abstention_separation
+from rlhelper.measure.sets import entry_locations, load_eval_set, relevance_gains
+
+ROOT = Path(__file__).resolve().parents[2]
+SETS = ("seeds", "official", "issues")
+
+
+def study(helper: Helper, judge: Judge, name: str, split: str, k: int) -> list[dict]:
+    rows = []
+    for item in load_eval_set(ROOT / "eval" / f"{name}.jsonl", split):
+        found = helper.retrieve(item.query, k=k)
+        hits = found.hits[:k]
+        started = time.perf_counter()
+        probs = judge.probabilities(item.query, [passage(h.entry) for h in hits]) if hits else []
+        seconds = time.perf_counter() - started
+        gains = relevance_gains([entry_locations(h.entry) for h in hits], item.expected)
+        order = sorted(range(len(hits)), key=lambda i: -probs[i])
+        rows.append({
+            "lang": item.lang, "answerable": item.answerable,
+            "pipeline_r1": bool(gains and gains[0]), "judge_r1": bool(gains and gains[order[0]]),
+            "pipeline_conf": found.confidence, "judge_conf": max(probs, default=0.0),
+            "seconds": seconds,
+        })
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    answerable = [r for r in rows if r["answerable"]]
+    unanswerable = [r for r in rows if not r["answerable"]]
+    out = {"items": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable)}
+    if answerable:
+        out["pipeline R@1"] = sum(r["pipeline_r1"] for r in answerable) / len(answerable)
+        out["judge R@1"] = sum(r["judge_r1"] for r in answerable) / len(answerable)
+    for who in ("pipeline", "judge"):
+        sep = abstention_separation([r[f"{who}_conf"] for r in answerable], [r[f"{who}_conf"] for r in unanswerable])
+        out[f"{who} AUROC"] = sep["abstention_auroc"]
+        out[f"{who} wrongly abstained"] = sep["wrongly_abstained_at_target"]
+    if rows:
+        out["judge ms p50"] = 1000 * statistics.median(r["seconds"] for r in rows)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("--index", default=None)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--split", default="dev", choices=["dev", "test"])
+    parser.add_argument("--fp32", action="store_true", help="The fp32 model instead of int8.")
+    args = parser.parse_args()
+    helper = Helper.load(args.index)
+    judge = Judge.load(args.model, int8=not args.fp32)
+    everything = []
+    for name in SETS:
+        rows = study(helper, judge, name, args.split, args.k)
+        everything += rows
+        for lang in (None, "en", "zh"):
+            part = [r for r in rows if lang is None or r["lang"] == lang]
+            if part:
+                print(name, lang or "all", {k: round(v, 3) if isinstance(v, float) else v for k, v in summary(part).items()})
+    print("all sets", {k: round(v, 3) if isinstance(v, float) else v for k, v in summary(everything).items()})
+
+
+if __name__ == "__main__":
+    main()
