@@ -299,16 +299,7 @@ class BM25Index:
     @classmethod
     def build(cls, docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> BM25Index:
         vocabulary: dict[str, int] = {}
-        term_ids: list[int] = []
-        tfs: list[int] = []
-        rows: list[int] = []
-        lengths = np.zeros(len(docs), dtype=np.int32)
-        for row, tokens in enumerate(docs):
-            lengths[row] = len(tokens)
-            for term, tf in Counter(tokens).items():
-                term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
-                tfs.append(tf)
-                rows.append(row)
+        term_ids, rows, tfs, lengths = _count_terms(docs, vocabulary, first_row=0)
         return cls._from_postings(vocabulary, np.asarray(term_ids, dtype=np.int64), np.asarray(rows, dtype=np.int32),
                                   np.asarray(tfs, dtype=np.float32), lengths, k1, b)
 
@@ -323,14 +314,7 @@ class BM25Index:
         norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths.astype(np.float32) / avgdl)
         w = self.weights.astype(np.float64)
         old_tfs = np.rint(w * norm[self.doc_ids] / (self.k1 + 1.0 - w))  # weight = tf (k1+1) / (tf + norm)
-        term_ids, rows, tfs = [], [], []
-        lengths = np.zeros(len(docs), dtype=np.int32)
-        for row, tokens in enumerate(docs):
-            lengths[row] = len(tokens)
-            for term, tf in Counter(tokens).items():
-                term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
-                tfs.append(tf)
-                rows.append(n_old + row)
+        term_ids, rows, tfs, lengths = _count_terms(docs, vocabulary, first_row=n_old)
         return self._from_postings(
             vocabulary, np.concatenate([old_terms, np.asarray(term_ids, dtype=np.int64)]),
             np.concatenate([self.doc_ids, np.asarray(rows, dtype=np.int32)]),
@@ -481,3 +465,18 @@ class BM25Index:
             tokenizer_version=str(settings.get("tokenizer", "")),
             **arrays,
         )
+
+
+def _count_terms(docs: list[list[str]], vocabulary: dict[str, int], first_row: int
+                 ) -> tuple[list[int], list[int], list[int], np.ndarray]:
+    """The postings of `docs` numbered from `first_row`: (term id, row, term frequency) per distinct
+    term of each document, and each document's length. New terms join `vocabulary` in order."""
+    term_ids, rows, tfs = [], [], []
+    lengths = np.zeros(len(docs), dtype=np.int32)
+    for row, tokens in enumerate(docs):
+        lengths[row] = len(tokens)
+        for term, tf in Counter(tokens).items():
+            term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
+            tfs.append(tf)
+            rows.append(first_row + row)
+    return term_ids, rows, tfs, lengths
