@@ -162,7 +162,9 @@ def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
     # one query against passages of unequal length: the batch is padded, and truncated past 64 tokens
     query = "ray worker died while generating, what now?"
     passages = ["Guide › ray worker died: fix it", "Guide › wandb login", "Guide › nccl timeout: " + "word " * 80]
-    torch_scores = model.predict([(query, p) for p in passages])
+    q = model.encode([query], normalize_embeddings=True)[0]
+    vectors = model.encode(passages, normalize_embeddings=True)
+    torch_scores = 1 / (1 + np.exp(-(manifest["scale"] * vectors @ q + manifest["bias"])))
     fp32 = score.Judge.load(folder, int8=False).probabilities(query, passages)
     int8 = score.Judge.load(folder).probabilities(query, passages)
     assert np.allclose(fp32, torch_scores, atol=1e-2), (fp32, torch_scores)

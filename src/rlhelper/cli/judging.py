@@ -59,7 +59,7 @@ def judge_build_data(index, out, unanswerable, seed):
               help="Tokens of question and passage together.")
 @click.option("--seed", default=13, show_default=True, help="Seed of the sampling, the new head and the batch order.")
 def judge_train(pairs_file, out, max_pairs, epochs, max_length, seed):
-    """Fine-tune all-MiniLM-L6-v2 as a cross-encoder, export ONNX fp32 and int8 with a manifest."""
+    """Fine-tune all-MiniLM-L6-v2 as the judge (a bi-encoder), export ONNX fp32 and int8 with a manifest."""
     from ..judge import data, train
 
     out = out or data.TRAIN_DIR / "model"

@@ -1,10 +1,10 @@
-"""The judge: a cross-encoder that reads a question and an entry together and says whether the
-entry answers it (issue 21).
+"""The judge: a model trained here that says whether an entry answers a question (issue 21): a
+bi-encoder fine-tuned on this domain's pairs, its cosine turned into a calibrated probability.
 
     passage.py  the short text of an entry the judge reads (stdlib only)
     data.py     training pairs from the question bank, the retriever's near misses and the
                 in-domain questions the docs do not answer (train/judge/)
-    train.py    fine-tunes the bundled all-MiniLM-L6-v2 as a cross-encoder (torch)
+    train.py    fine-tunes the bundled all-MiniLM-L6-v2 on the pairs (torch)
     export.py   ONNX export and int8 quantization, with the tokenizer and a manifest (torch)
     score.py    scores (question, entry) pairs with onnxruntime: no torch on the query path
 

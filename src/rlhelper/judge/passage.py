@@ -1,6 +1,6 @@
 """What the judge reads of an entry: its heading trail and its first lines, not the whole text.
 
-A cross-encoder's cost grows with the tokens it reads, so an entry is cut to about 128 tokens:
+The judge's cost grows with the tokens it reads, so an entry is cut to about 128 tokens:
 the document title and headings (which name the problem), then the entry's own lines in order,
 skipping code fences and blank lines. Training and serving share this function, so the model
 is scored on the text it was trained on.
