@@ -9,13 +9,13 @@ Printed, per set and language:
 
 - R@1 of the pipeline, and of the same hits reordered by the judge's probability;
 - abstention AUROC of the pipeline's confidence, and of the judge's best probability over the
-  top `k` (unanswerable items should score lower), with the share of answerable items wrongly
-  abstained at the point that abstains on 70 % of the unanswerable ones;
+  top `k` (unanswerable items should score lower);
 - the judge's cost per query (p50, one thread, int8; passage vectors kept between queries, as a
   server keeps them);
-- the same for the pipeline and judge together: `fused R@1` reorders the top `k` by the sum of
-  reciprocal ranks (1 / (RRF_C + rank)) in the two orders, and `fused` abstention multiplies the
-  pipeline's confidence by the judge's probability for the hit shown first;
+- the pipeline and judge together (`fused`, the candidate chosen on dev, eval/DECISIONS.md): the
+  pipeline's order, except that when its answer falls in the weak-match band (confidence at or
+  below the calibrated weak ceiling) the judge's best hit goes first; the confidence is the mean of
+  the pipeline's and the judge's probability for the hit shown first;
 - for each score, the share of unanswerable items abstained on at the threshold that abstains on
   at most 5 % of the answerable ones (chosen on the same items: an optimistic figure, for every
   score alike).
@@ -39,10 +39,10 @@ from rlhelper.measure.sets import entry_locations, load_eval_set, relevance_gain
 ROOT = Path(__file__).resolve().parents[2]
 SETS = ("seeds", "official", "issues")
 WHO = ("pipeline", "judge", "fused")
-RRF_C = 1  # small: the first places weigh most
 
 
 def study(helper: Helper, judge: Judge, name: str, split: str, k: int) -> list[dict]:
+    weak_ceiling = helper.retriever.confidence_model.weak_ceilings.get("hybrid", 0.0)
     rows = []
     for item in load_eval_set(ROOT / "eval" / f"{name}.jsonl", split):
         found = helper.retrieve(item.query, k=k)
@@ -52,14 +52,13 @@ def study(helper: Helper, judge: Judge, name: str, split: str, k: int) -> list[d
         seconds = time.perf_counter() - started
         gains = relevance_gains([entry_locations(h.entry) for h in hits], item.expected)
         order = sorted(range(len(hits)), key=lambda i: -probs[i])
-        judge_rank = {i: r for r, i in enumerate(order)}
-        fused = sorted(range(len(hits)), key=lambda i: -(1 / (RRF_C + i) + 1 / (RRF_C + judge_rank[i])))
+        first = order[0] if hits and found.confidence <= weak_ceiling else 0
         rows.append({
             "lang": item.lang, "answerable": item.answerable,
             "pipeline_r1": bool(gains and gains[0]), "judge_r1": bool(gains and gains[order[0]]),
-            "fused_r1": bool(gains and gains[fused[0]]),
+            "fused_r1": bool(gains and gains[first]),
             "pipeline_conf": found.confidence, "judge_conf": max(probs, default=0.0),
-            "fused_conf": found.confidence * (probs[fused[0]] if probs else 0.0),
+            "fused_conf": (found.confidence + probs[first]) / 2 if probs else found.confidence / 2,
             "seconds": seconds,
         })
     return rows
