@@ -467,3 +467,29 @@ def test_an_abstained_answer_says_the_llm_was_not_asked(helper, quiet_env):
     assert "No matching entry in the docs." in html and "the LLM was not asked" in html
     assert html_lib.escape(NOT_ASKED_NOTICE) in html  # worded as the CLI says it (Helper.write words it)
     assert "must never be shown" not in html
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_the_llm_choice_says_when_the_client_library_is_missing(helper, tmp_path, monkeypatch, installed):
+    # The page used to look for rlhelper's own module, which is always there, so it never said so.
+    from rlhelper.answer.llm_client import LLMSettings
+
+    pytest.importorskip("langchain_openai")
+    if not installed:
+        monkeypatch.setitem(sys.modules, "langchain_openai", None)  # what find_spec sees when it is absent
+    config = web_app.build_app(helper, feedback_db=tmp_path / "f.sqlite3",
+                               llm=[LLMSettings(base_url="http://127.0.0.1:9/v1", model="m")]).config
+    props = {c.get("props", {}).get("elem_id"): c.get("props", {}) for c in config["components"]}
+    texts = " ".join(str(c.get("props", {}).get("value", "")) for c in config["components"])
+    assert props["rl-use-llm"]["interactive"] is installed
+    assert ("Not available in this install" in texts) is not installed
+
+
+def test_the_warm_up_loads_the_markdown_renderer_before_the_first_visitor(helper):
+    # Loading markdown-it and Pygments cost the first answer after start about 0.3 s.
+    from rlhelper.answer import markup
+    from rlhelper.web import server
+
+    markup._parser.cache_clear()
+    server._warm_up(helper)
+    assert markup._parser.cache_info().currsize == 1

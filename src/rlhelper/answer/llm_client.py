@@ -8,6 +8,7 @@ this module stays cheap and works without the extra.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
@@ -89,6 +90,11 @@ def _positive(name: str, value, kind):
             f"{name} must be a positive number, got {value!r}: fix RLHELPER_{name.upper()} or {name} in the config file."
         )
     return number
+
+
+def client_installed() -> bool:
+    """True when langchain-openai (the `llm` extra) is installed, without importing it."""
+    return importlib.util.find_spec("langchain_openai") is not None
 
 
 # -- talking to the model ----------------------------------------------------------------

@@ -8,11 +8,11 @@ what it streams into the chat's HTML. The page never names a URL: see server.py.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import logging
 from collections.abc import Iterator
 
 from ..answer import html as render
+from ..answer.llm_client import client_installed
 from ..answer.model import Answer
 from ..errors import RlhelperError
 
@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 
 
 def llm_available() -> bool:
-    return importlib.util.find_spec("rlhelper.answer.llm") is not None
+    """Whether the page may offer LLM answers: the client library is installed."""
+    return client_installed()
 
 
 def _with_notice(answer: Answer, notice: str) -> Answer:

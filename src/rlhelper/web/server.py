@@ -31,6 +31,7 @@ from pathlib import Path
 import gradio as gr
 from starlette.middleware import Middleware
 
+from ..answer import html as render
 from ..errors import ConfigError, RlhelperError
 from ..measure.feedback import FeedbackStore
 from .answering import TIME_BUDGET
@@ -117,11 +118,12 @@ def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
 
 
 def _warm_up(helper) -> None:
-    """Load the embedding model once before the first visitor (and before many threads race to),
-    and matplotlib: Gradio imports it on the event loop around the first event (to pin its
-    backend), which stalled every open request for 0.6 s under load."""
+    """Load the embedding model and the page's Markdown renderer (markdown-it, Pygments) once before
+    the first visitor (and before many threads race to), and matplotlib: Gradio imports it on the
+    event loop around the first event (to pin its backend), which stalled every open request for
+    0.6 s under load."""
     try:
-        helper.ask("CUDA out of memory", k=1)
+        render.answer_html(helper.ask("CUDA out of memory", k=1))
     except RlhelperError:
         pass
     try:
