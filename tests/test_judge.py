@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from rlhelper.judge import data
-from rlhelper.judge.passage import MAX_PASSAGE_CHARS
 from rlhelper.schema import Entry
+from rlhelper.search.judge import MAX_PASSAGE_CHARS
 
 GUIDE = """# Rollout guide
 
@@ -148,7 +148,8 @@ def _pairs(n: int) -> list[dict]:
 def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("onnxruntime")
-    from rlhelper.judge import score, train
+    from rlhelper.judge import train
+    from rlhelper.search import judge as score
 
     pairs_file = tmp_path / "pairs.jsonl"
     data.write(_pairs(80), pairs_file)
@@ -171,7 +172,7 @@ def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
     assert np.allclose(int8, torch_scores, atol=5e-2), (int8, torch_scores)
 
     # serving: a fresh process scores with onnxruntime and never imports torch
-    probe = ("import sys, json; from rlhelper.judge.score import Judge; "
+    probe = ("import sys, json; from rlhelper.search.judge import Judge; "
              f"j = Judge.load({str(folder)!r}); p = j.probabilities({query!r}, {passages!r}); "
              "print(json.dumps({'torch': 'torch' in sys.modules, 'p': p}))")
     out = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
@@ -180,7 +181,7 @@ def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
 
 
 def test_importing_the_scorer_does_not_import_torch():
-    probe = "import sys, rlhelper.judge.score; print('torch' in sys.modules, 'onnxruntime' in sys.modules)"
+    probe = "import sys, rlhelper.search.judge; print('torch' in sys.modules, 'onnxruntime' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split() == ["False", "False"]
 

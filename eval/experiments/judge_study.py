@@ -31,8 +31,7 @@ import time
 from pathlib import Path
 
 from rlhelper.api import Helper
-from rlhelper.judge.passage import passage
-from rlhelper.judge.score import Judge
+from rlhelper.search.judge import Judge, passage
 from rlhelper.measure.metrics import abstention_separation, choose_threshold
 from rlhelper.measure.sets import entry_locations, load_eval_set, relevance_gains
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 from . import config
 from .answer.extractive import FRAMEWORK_NAMES, build_answer
 from .answer.model import Answer
-from .errors import QueryError
+from .errors import ConfigError, QueryError
 from .schema import Entry, Hit
 from .search import followup
-from .search.retrieve import Retrieval, Retriever
+from .search.retrieve import MODES, Retrieval, Retriever
 
 if TYPE_CHECKING:
     from .answer.llm import LLMSettings, LLMStream
@@ -39,12 +39,16 @@ class Helper:
     """Search and answer over one index."""
 
     def __init__(self, index, *, embedder_spec: str | None = None, abstain_threshold: float | None = None,
-                 user_bank: str | Path | bool | None = None):
+                 user_bank: str | Path | bool | None = None, judge: str | Path | None = None,
+                 mode: str = "hybrid"):
         self.index = index
+        if mode not in MODES:
+            raise ConfigError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
+        self.mode = mode  # the search mode of a call that names none
         self.embedder_spec = embedder_spec or index.embedder_id
         self.user_bank = _user_bank(user_bank)
         self.retriever = Retriever(index, self._make_embedder, threshold=abstain_threshold,
-                                    user_bank=self.user_bank)
+                                    user_bank=self.user_bank, judge_folder=judge)
 
     @classmethod
     def load(
@@ -54,12 +58,18 @@ class Helper:
         embedder: str | None = None,
         abstain_threshold: float | None = None,
         user_bank: str | Path | bool | None = None,
+        judge: str | Path | None = None,
+        mode: str = "hybrid",
     ) -> Helper:
         """Open an index by folder path or name (default: RLHELPER_INDEX_DIR / index/default).
 
         `user_bank`: the file of questions learned from votes (default: questions.jsonl in the
         data folder); False searches without one (the eval does: one user's votes must not move
         the figures).
+
+        `mode`: the search mode of calls that name none ("hybrid"; "judge" adds the trained judge's
+        say, eval/README.md). `judge`: the folder of a judge model `rlhelper judge train` wrote
+        (default: the one shipped with rlhelper; needs `pip install 'rlhelper[judge]'`).
 
         `embedder`, when given, must match the one the index was built with;
         a mismatch raises EmbedderMismatchError saying how to rebuild. An index
@@ -70,7 +80,8 @@ class Helper:
         path = config.resolve_index(index)
         loaded = Index.load(path, expected_embedder=embedder)
         loaded.check_current()
-        return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold, user_bank=user_bank)
+        return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold, user_bank=user_bank,
+                   judge=judge, mode=mode)
 
     def _make_embedder(self):
         """The embedder, on the first dense search. One that cannot be loaded here is reported
@@ -89,11 +100,11 @@ class Helper:
     # -- searching -----------------------------------------------------------------
 
     def retrieve(self, query: str, k: int = 10, *, framework=None, collection=None, lang=None,
-                 mode: str = "hybrid", exclude=()) -> Retrieval:
+                 mode: str | None = None, exclude=()) -> Retrieval:
         """Full search result: hits, normalised query, truncation, abstention and its confidence.
         `exclude`: entry ids whose sections to leave out."""
         filters = self.filters(framework=framework, collection=collection, lang=lang)
-        return self.retriever.search(query, k=k, mode=mode, exclude=exclude, **filters)
+        return self.retriever.search(query, k=k, mode=mode or self.mode, exclude=exclude, **filters)
 
     def filters(self, *, framework=None, collection=None, lang=None) -> dict:
         """Filter values as the index spells them (any case accepted). A value the index does not
@@ -119,19 +130,19 @@ class Helper:
         return [by_lower[str(value).lower()] for value in values]
 
     def search(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
-               mode: str = "hybrid") -> list[Hit]:
+               mode: str | None = None) -> list[Hit]:
         """The top-k entries for a query, best first (no abstention: always the nearest)."""
         return self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode).hits
 
     def ask(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
-            mode: str = "hybrid", previous: Answer | None = None) -> Answer:
+            mode: str | None = None, previous: Answer | None = None) -> Answer:
         """A grounded extractive answer with numbered citations, or an honest abstention.
 
         `previous`, the answer before this one in a conversation, lets a short follow-up
         ("what about verl?", "and on multiple nodes?") be read with the question it follows
         (followup.py). The answer says so when it was.
         """
-        search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode}
+        search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode or self.mode}
         if not self._may_follow(query, previous):
             return self._answer(query, **search)
         cued = followup.has_cue(query)
@@ -221,7 +232,7 @@ class Helper:
     def _outside_the_filters(self, query: str, mode: str) -> list[str]:
         """When a filtered search finds nothing, whether the whole index has an answer: a filter
         chosen for the last question should not hide the entry that answers this one."""
-        unfiltered = self.retriever.search(query, k=1, mode=mode)
+        unfiltered = self.retriever.search(query, k=1, mode=mode or self.mode)
         if unfiltered.abstained or not unfiltered.hits:
             return []
         e = unfiltered.hits[0].entry

@@ -9,16 +9,25 @@ from pathlib import Path
 
 import click
 
-from .options import filter_options, filters_of, llm_options, llm_settings, load_helper, read_query
+from .options import (
+    filter_options,
+    filters_of,
+    llm_options,
+    llm_settings,
+    load_helper,
+    mode_option,
+    read_query,
+)
 
 
 @click.command()
 @click.argument("query")
 @click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to retrieve.")
 @filter_options
+@mode_option
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (schema: docs/json-schema.md).")
 @llm_options
-def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
+def ask(query, k, framework, collection, lang, index, mode, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
         llm_timeout):
     """Answer QUERY (an error, a traceback or a question; '-' reads stdin) with cited doc entries.
 
@@ -30,7 +39,7 @@ def ask(query, k, framework, collection, lang, index, as_json, llm, llm_base_url
     """
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     helper = load_helper(index)
-    answer = helper.ask(read_query(query), k=k, **filters_of(framework, collection, lang))
+    answer = helper.ask(read_query(query), k=k, mode=mode, **filters_of(framework, collection, lang))
     from ..index.userbank import remember_answer
 
     remember_answer(answer, helper.index.path)  # for `rlhelper feedback accept`
@@ -97,8 +106,7 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
 @click.argument("query", required=False)
 @click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to list.")
 @filter_options
-@click.option("--mode", type=click.Choice(["hybrid", "lexical", "dense"]), default="hybrid", show_default=True,
-              help="BM25 only (lexical), embeddings only (dense), or both fused.")
+@mode_option
 @click.option("--batch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='JSON Lines file of {"id": ..., "query": ...}; one result line per query.')
 @click.option("--json", "as_json", is_flag=True, help="JSON output (one line per query with --batch).")
@@ -136,10 +144,11 @@ def _batch_line_text(line: dict) -> str:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep 127.0.0.1 unless you mean it).")
 @click.option("--port", default=7860, show_default=True, help="Port to listen on.")
 @click.option("--index", "index", help="Index folder or name.")
+@mode_option
 @llm_options
 @click.option("--time-budget", type=click.FloatRange(min=1), default=60, show_default=True,
               help="Seconds one answer may take; past it the visitor gets a notice.")
-def serve(host, port, index, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout, time_budget):
+def serve(host, port, index, mode, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout, time_budget):
     """Start the web chat.
 
     With --llm, visitors may have that one model write the answer (the page shows it by name; they
@@ -153,4 +162,5 @@ def serve(host, port, index, llm, llm_base_url, llm_model, llm_api_key_env, llm_
     from ..web.server import serve as run_server
 
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
-    run_server(host=host, port=port, index=index, llm=[settings] if settings else None, time_budget=time_budget)
+    run_server(host=host, port=port, index=index, llm=[settings] if settings else None, time_budget=time_budget,
+               mode=mode)

@@ -1,4 +1,4 @@
-"""`rlhelper judge`: the judge's training data and its training (issue 21; not used by search yet)."""
+"""`rlhelper judge`: the judge's training data, its training and its threshold (issue 21; the `judge` mode)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .options import load_helper
 
 @click.group()
 def judge():
-    """Build the judge's training data, train it and export it (issue 21; not used by search yet)."""
+    """Build the judge's training data, train and export it, set its threshold (the `judge` search mode)."""
 
 
 @judge.command("check-copies")
@@ -67,3 +67,20 @@ def judge_train(pairs_file, out, max_pairs, epochs, max_length, seed):
                          max_length=max_length, seed=seed, command=" ".join(["rlhelper", *sys.argv[1:]]))
     sizes = ", ".join(f"{name} {f['bytes'] / 1e6:.1f} MB" for name, f in manifest["files"].items())
     click.echo(f"trained on {manifest['pairs']} pairs -> {out} ({sizes})")
+
+
+@judge.command("calibrate")
+@click.option("--set", "eval_set", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Eval file whose dev split sets the threshold (default eval/seeds.jsonl).")
+@click.option("--collection", "-c", multiple=True, help="Collections of the temporary index (default: seeds).")
+@click.option("--index", "index", help="Calibrate on this existing index instead of a temporary one.")
+def judge_calibrate(eval_set, collection, index):
+    """Set the judge mode's abstention threshold on the dev split, the other modes untouched."""
+    from ..measure import sets
+    from ..measure.calibration import run_mode_calibration
+
+    model, saved = run_mode_calibration(eval_set or sets.DEFAULT_EVAL_FILE, "judge",
+                                        collections=list(collection) or None, index=index)
+    figures = model.notes["dev_figures"]["judge"]
+    click.echo(f"judge threshold {model.thresholds['judge']:.4f} ({figures['wrongly_abstained']:.1%} of answerable "
+               f"and {figures['unanswerable_abstained']:.1%} of unanswerable dev items abstained) -> {saved}")

@@ -27,10 +27,13 @@ from .options import llm_options, llm_settings
               help="Write the regression gate's baseline: test split, hybrid mode (default collections: seeds).")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
               help="The baseline file --write-baseline writes (default eval/baseline.json).")
+@click.option("--judge", "with_judge", is_flag=True,
+              help="Add the judge mode's column (hybrid with the trained judge's say; needs rlhelper[judge]).")
 @llm_options
 def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, write_baseline, baseline_file,
-          llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
-    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid.
+          with_judge, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
+    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid
+    (and judge, with --judge).
 
     With --llm your model judges every hybrid answer, as `rlhelper ask --llm` does (one request per
     item): its "no answer in these entries" counts as an abstention.
@@ -58,8 +61,11 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
         model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
                                        index=index)
         click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
+    if with_judge and write_baseline:
+        raise click.UsageError("the baseline gates the default path: drop --judge")
+    modes = (*harness.MODES, "judge") if with_judge else harness.MODES
     result = harness.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
-                              index=index, llm=settings)
+                              index=index, llm=settings, modes=modes)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

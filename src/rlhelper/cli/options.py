@@ -39,6 +39,13 @@ def llm_options(fn):
     return _apply(_llm_options, fn)
 
 
+# search.retrieve.MODES, spelt out: importing the search stack would slow every command's start.
+mode_option = click.option(
+    "--mode", type=click.Choice(["hybrid", "lexical", "dense", "judge"]), default="hybrid", show_default=True,
+    help="BM25 only (lexical), embeddings only (dense), both fused (hybrid), or hybrid with the trained "
+         "judge's say (judge; needs pip install 'rlhelper[judge]').")
+
+
 def llm_connection_options(fn):
     """Where the LLM is, without ask's --llm flag (ingest has its own)."""
     return _apply(_llm_options[1:], fn)

@@ -1,12 +1,10 @@
-"""The judge: a model trained here that says whether an entry answers a question (issue 21): a
-bi-encoder fine-tuned on this domain's pairs, its cosine turned into a calibrated probability.
+"""Training the judge: a model trained here that says whether an entry answers a question (issue 21),
+a bi-encoder fine-tuned on this domain's pairs, its cosine turned into a calibrated probability.
 
-    passage.py  the short text of an entry the judge reads (stdlib only)
     data.py     training pairs from the question bank, the retriever's near misses and the
                 in-domain questions the docs do not answer (train/judge/)
     train.py    fine-tunes the bundled all-MiniLM-L6-v2 on the pairs (torch)
     export.py   ONNX export and int8 quantization, with the tokenizer and a manifest (torch)
-    score.py    scores (question, entry) pairs with onnxruntime: no torch on the query path
 
-Not on the default search path yet: that waits for the dev study.
+Serving is search/judge.py (onnxruntime, no torch): the `judge` search mode.
 """

@@ -25,8 +25,8 @@ from ..config import REPO_ROOT, corpus_dir
 from ..errors import ConfigError, RlhelperError
 from ..index.questions import BANK_FOLDER, attach, read_bank
 from ..schema import Entry, title_trail
+from ..search.judge import passage
 from ..search.ranking import section_key
-from .passage import passage
 
 SEED = 13
 TRAIN_DIR = REPO_ROOT / "train" / "judge"

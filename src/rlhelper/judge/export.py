@@ -14,7 +14,7 @@ import json
 import warnings
 from pathlib import Path
 
-from .score import MANIFEST, MODEL_FP32, MODEL_INT8, TOKENIZER
+from ..search.judge import MANIFEST, MODEL_FP32, MODEL_INT8, TOKENIZER
 
 OPSET = 17
 

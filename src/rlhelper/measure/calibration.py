@@ -16,6 +16,7 @@ that 80 % of the unanswerable dev items do not exceed. Test items are never used
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,8 +42,7 @@ def search_signals(retriever, item: EvalItem, allowed: np.ndarray, mode: str) ->
     normalized = normalize_query(item.query)
     if not normalized.text.strip():
         return None
-    ranking = retriever.rank(normalized, allowed, mode=mode)
-    return retriever.signals(normalized.text, ranking, allowed)
+    return retriever.assess(normalized, allowed, mode=mode)[1]
 
 
 def collect(helper, items: Sequence[EvalItem], mode: str, collections=None) -> dict[str, list[Signals]]:
@@ -104,20 +104,7 @@ def calibrate(helper, items: Sequence[EvalItem], *, collections=None, modes: Seq
     model = ConfidenceModel(weights=list(map(float, weights)), bias=bias, thresholds={},
                             embedder=str(helper.index.embedder_id), cosine_floor=round(floor, 4),
                             feature_ranges=[[float(lo), float(hi)] for lo, hi in zip(seen.min(0), seen.max(0), strict=True)])
-    figures = {}
-    for mode, signals in by_mode.items():
-        scores = {name: [model.confidence(s) for s in found] for name, found in signals.items()}
-        t = choose_threshold(scores["answerable"], scores["unanswerable"] + scores["near_miss"],
-                             max_wrongly_abstained)
-        model.thresholds[mode] = t
-        weak = model.weak_ceilings[mode] = weak_ceiling(scores["unanswerable"], t)
-        figures[mode] = {
-            "wrongly_abstained": _share_below(scores["answerable"], t),
-            "unanswerable_abstained": _share_below(scores["unanswerable"], t),
-            "near_misses_abstained": _share_below(scores["near_miss"], t),
-            "answerable_flagged_weak": round(sum(t <= v <= weak for v in scores["answerable"])
-                                             / len(scores["answerable"]), 4) if scores["answerable"] else None,
-        }
+    figures = {mode: set_threshold(model, mode, signals, max_wrongly_abstained) for mode, signals in by_mode.items()}
     model.notes = {
         "fitted_on": f"{len(dev)} dev items: {len(hybrid['answerable'])} answerable, "
                      f"{len(hybrid['unanswerable'])} unanswerable, {len(hybrid['near_miss'])} near misses",
@@ -126,6 +113,41 @@ def calibrate(helper, items: Sequence[EvalItem], *, collections=None, modes: Seq
         "dev_figures": figures,
     }
     return model
+
+
+def set_threshold(model: ConfidenceModel, mode: str, signals: dict[str, list[Signals]],
+                  max_wrongly_abstained: float = MAX_WRONGLY_ABSTAINED) -> dict:
+    """Set `mode`'s threshold and weak-match ceiling on `model` from its dev signals; returns its dev figures."""
+    scores = {name: [model.confidence(s) for s in found] for name, found in signals.items()}
+    t = choose_threshold(scores["answerable"], scores["unanswerable"] + scores["near_miss"], max_wrongly_abstained)
+    model.thresholds[mode] = t
+    weak = model.weak_ceilings[mode] = weak_ceiling(scores["unanswerable"], t)
+    return {
+        "wrongly_abstained": _share_below(scores["answerable"], t),
+        "unanswerable_abstained": _share_below(scores["unanswerable"], t),
+        "near_misses_abstained": _share_below(scores["near_miss"], t),
+        "answerable_flagged_weak": round(sum(t <= v <= weak for v in scores["answerable"])
+                                         / len(scores["answerable"]), 4) if scores["answerable"] else None,
+    }
+
+
+def run_mode_calibration(eval_file: Path, mode: str, *, collections=None, index=None,
+                         target: Path | None = None) -> tuple[ConfidenceModel, Path]:
+    """Add one mode's threshold to the saved model, its weights untouched (the judge's, after a new
+    judge is trained: refitting the weights would move every other mode too)."""
+    from ..api import Helper
+    from ..search.confidence import model_for
+
+    items = [item for item in load_eval_set(eval_file, split="dev") if not item.previous]
+    if not items:
+        raise ConfigError(f"{eval_file}: no dev items to calibrate on")
+    with eval_index(index, collections, None) as where:
+        helper = Helper.load(where, user_bank=False)
+        model = copy.deepcopy(model_for(helper.index.embedder_id))  # the cached one stays as read
+        filter_collections = list(collections) if (collections and index is not None) else None
+        figures = set_threshold(model, mode, collect(helper, items, mode, filter_collections))
+    model.notes.setdefault("dev_figures", {})[mode] = figures
+    return model, save_model(model, target)
 
 
 def run_calibration(eval_file: Path, *, collections=None, embedder=None, index=None,
@@ -139,5 +161,13 @@ def run_calibration(eval_file: Path, *, collections=None, embedder=None, index=N
     with eval_index(index, collections, embedder) as where:
         helper = Helper.load(where, embedder=embedder, user_bank=False)
         filter_collections = list(collections) if (collections and index is not None) else None
-        model = calibrate(helper, items, collections=filter_collections)
+        model = calibrate(helper, items, collections=filter_collections, modes=calibrated_modes())
     return model, save_model(model, target)
+
+
+def calibrated_modes() -> tuple[str, ...]:
+    """Every eval mode, and the judge's when it can run: its threshold rests on the model's weights,
+    so a calibration without it would leave a stale one behind."""
+    from ..search.judge import judge_available
+
+    return (*MODES, "judge") if judge_available() else MODES

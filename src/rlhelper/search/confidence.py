@@ -74,12 +74,13 @@ class Signals:
     coverage: float
     length: float = 0.0  # ln(1 + number of query words weighed: typos corrected, Chinese particles out)
     heading_coverage: float = 0.0  # the same share within the entry's headings only (not a model input)
+    judge: float | None = None  # the judge's probability that the entry answers (judge mode only)
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, name) for name in FEATURES], dtype=np.float64)
 
     def to_dict(self) -> dict:
-        return {name: round(value, 6) for name, value in asdict(self).items()}
+        return {name: round(value, 6) for name, value in asdict(self).items() if value is not None}
 
 
 @dataclass
@@ -100,6 +101,11 @@ class ConfidenceModel:
     notes: dict = field(default_factory=dict)  # how and on what it was fitted, its dev figures
 
     def confidence(self, signals: Signals) -> float:
+        """The model's probability; in judge mode, its mean with the judge's (eval/DECISIONS.md)."""
+        own = self._own_confidence(signals)
+        return own if signals.judge is None else (own + signals.judge) / 2
+
+    def _own_confidence(self, signals: Signals) -> float:
         if signals.cosine < self.cosine_floor and signals.heading_coverage < HEADING_NAMED:
             return 0.0
         x = signals.vector()

@@ -40,11 +40,13 @@ from ..schema import Entry, Hit
 from . import glossary
 from .confidence import ConfidenceModel, Signals, model_for
 from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
+from .judge import PACKAGED as PACKAGED_JUDGE
+from .judge import Judge, rerank
 from .query import NormalizedQuery, is_binary, normalize_query
 from .ranking import AskedAs, QueryTerms, Ranking, section_key
 from .spelling import Corrector
 
-MODES = ("hybrid", "lexical", "dense")
+MODES = ("hybrid", "lexical", "dense", "judge")  # judge: hybrid, then the trained judge's say (judge.py)
 CANDIDATES = 50  # depth taken from each retriever before fusion
 LEXICAL_WEIGHT = 3.0  # RRF weight of BM25's ranking; the embedder's is 1
 RRF_K = 10
@@ -105,8 +107,10 @@ def check_query(query: str | bytes) -> str:
 class Retriever:
     """Searches one loaded index. The embedder is loaded on first dense search only."""
 
-    def __init__(self, index, embedder_factory, *, threshold: float | None = None, user_bank=None):
+    def __init__(self, index, embedder_factory, *, threshold: float | None = None, user_bank=None,
+                 judge_folder=None):
         self.index = index
+        self._judge_folder = judge_folder  # the judge model's folder (None: the packaged one), loaded on first use
         self._embedder_factory = embedder_factory
         self.threshold = threshold
         self.user_bank = user_bank  # userbank.UserBank: questions learned from the user's votes, or None
@@ -117,6 +121,11 @@ class Retriever:
     @cached_property
     def embedder(self):
         return self._embedder_factory()
+
+    @cached_property
+    def judge(self) -> Judge:
+        """The trained judge (judge mode only: onnxruntime is loaded on first use)."""
+        return Judge.load(self._judge_folder or PACKAGED_JUDGE)
 
     @cached_property
     def corrector(self) -> Corrector:
@@ -195,23 +204,38 @@ class Retriever:
             rows = [self.index.row_of(i) for i in exclude]
             left_out = {section_key(self.index.entries[r]) for r in rows + [t for r in rows for t in self._twin_rows(r)]}
             allowed &= ~np.array([section_key(e) in left_out for e in self.index.entries])
-        ranking = self.rank(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
+        ranking, signals = self.assess(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
 
         hits = [
             Hit(rank=r, score=s, entry=self.whole_section(i), lexical_rank=ranking.lexical_rank(i),
                 dense_rank=ranking.dense_rank(i), matched_question=self.matched_question(ranking, i))
             for r, (i, s) in enumerate(ranking.fused[:k], start=1)
         ]
-        signals = self.signals(normalized.text, ranking, allowed)
         model = self.confidence_model
         confidence = model.confidence(signals) if signals is not None else 0.0
         threshold = self.threshold if self.threshold is not None else model.threshold(mode)
         abstained = not hits or confidence < threshold
         weak = not abstained and model.weak(confidence, mode)
+        if mode == "judge" and signals is not None:  # and the pipeline's own warning, which the judge does not lift
+            weak = weak or (not abstained and model.weak(model.confidence(replace(signals, judge=None)), "hybrid"))
         if hits and ranking.pinned_lead:  # the user accepted this entry for this very question
             abstained = weak = False
         return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals,
                          weak)
+
+    def assess(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
+               mode: str = "hybrid") -> tuple[Ranking, Signals | None]:
+        """The ranking and the signals of its top entry; in judge mode, after the judge's say."""
+        ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode)
+        signals = self.signals(normalized.text, ranking, allowed)
+        if mode != "judge" or signals is None:
+            return ranking, signals
+        model = self.confidence_model
+        weak = model.confidence(signals) <= model.weak_ceilings.get("hybrid", 0.0)
+        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, weak)
+        if judged is not ranking:
+            signals = self.signals(normalized.text, judged, allowed)
+        return judged, replace(signals, judge=probability)
 
     def rank(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
              mode: str = "hybrid") -> Ranking:

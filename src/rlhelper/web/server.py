@@ -178,17 +178,20 @@ def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_
 
 
 def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None, llm: Sequence | None = None,
-          time_budget: float = TIME_BUDGET) -> None:
-    """Serve the chat until interrupted (`rlhelper serve`). `llm`: the LLMSettings visitors may use."""
+          time_budget: float = TIME_BUDGET, mode: str = "hybrid") -> None:
+    """Serve the chat until interrupted (`rlhelper serve`). `llm`: the LLMSettings visitors may use;
+    `mode`: the search mode of every answer (the operator's choice, not a visitor's)."""
     from ..api import Helper
     from ..measure.feedback import WRITES_PER_MINUTE
 
     loopback = is_loopback(host, port)
-    helper = Helper.load(index)
+    helper = Helper.load(index, mode=mode)
     app, url = start(helper, host, port, feedback_db=feedback_db, llm=llm, time_budget=time_budget)
     if not loopback:
         print(exposure_warning(host, port, llm, FeedbackStore(feedback_db).path, WRITES_PER_MINUTE),
               file=sys.stderr, flush=True)
     llm_note = f"; LLM answers by {', '.join(map(repr, llm_endpoints(llm)))}" if llm else ""
-    print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries{llm_note}; Ctrl+C stops it)", flush=True)
+    mode_note = f"; {mode} search" if mode != "hybrid" else ""
+    print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries{mode_note}{llm_note}; Ctrl+C stops it)",
+          flush=True)
     app.block_thread()

@@ -1,0 +1,156 @@
+"""The judge on the query path: is this entry an answer to this question? (issue 21)
+
+    judge = Judge.load(folder)          # model.int8.onnx (or model.onnx) + tokenizer.json + manifest
+    judge.probabilities(query, [passage(e) for e in entries]) -> [0.93, 0.08, ...]
+
+The model is trained by `rlhelper judge train` (rlhelper.judge, torch) and read here with
+onnxruntime and tokenizers, no torch. The probability is sigmoid(scale * cos(question, passage) +
+bias), with the scale and bias learned in training (manifest.json). A passage's vector is kept once
+computed: a process meets the same few hundred entries again and again, so a warm judge encodes the
+question alone. Both imports are made on load, not on import.
+
+What the judge reads of an entry, `passage(entry)`, is its heading trail and its first lines, not
+the whole text: the cost grows with the tokens read, so an entry is cut to about 128 tokens (the
+document title and headings, which name the problem, then the entry's own lines in order, code
+fences and blank lines skipped). Training and serving share it, so the model is scored on the text
+it was trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..config import PACKAGE_DIR
+from ..errors import ConfigError
+from ..schema import Entry, title_trail
+from .ranking import Ranking
+
+MAX_PASSAGE_CHARS = 600  # ~128 wordpiece tokens of English; the tokenizer truncates the rest
+
+_FENCE = re.compile(r"^\s*(```|~~~|\.\. code-block::|::\s*$)")
+_MARKUP = re.compile(r"[*`#>|]+")
+
+
+def passage(entry: Entry, max_chars: int = MAX_PASSAGE_CHARS) -> str:
+    """`Title › Heading: first lines…`, at most `max_chars` characters."""
+    head = " › ".join(title_trail(entry.doc_title, entry.breadcrumb) or [entry.heading])
+    lines = []
+    for line in entry.text.splitlines():
+        if _FENCE.match(line):
+            continue
+        words = " ".join(_MARKUP.sub(" ", line).split())
+        if words and words.strip("-=~^") and words not in head:
+            lines.append(words)
+    text = f"{head}: {' '.join(lines)}" if lines else head
+    return text[:max_chars].rstrip()
+
+
+PACKAGED = PACKAGE_DIR / "data" / "judge"  # the judge shipped with rlhelper (train/judge/README.md)
+MODEL_INT8 = "model.int8.onnx"
+MODEL_FP32 = "model.onnx"
+TOKENIZER = "tokenizer.json"
+MANIFEST = "manifest.json"
+DEFAULT_MAX_LENGTH = 128
+MAX_PASSAGES = 64  # one call scores a shortlist, never a whole index
+MAX_CACHED = 20_000  # passage vectors kept (1.5 kB each): every entry of a large index
+JUDGED = 5  # the pipeline's first hits the judge reads
+
+
+def judge_available(folder: Path = PACKAGED) -> bool:
+    """Whether the judge can run here: its libraries are installed and its model is in `folder`."""
+    import importlib.util
+
+    return (all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
+            and (folder / MODEL_INT8).is_file() and (folder / TOKENIZER).is_file())
+
+
+class Judge:
+    """An exported judge: its ONNX session, the tokenizer it was trained with, scale and bias."""
+
+    def __init__(self, session, tokenizer, manifest: dict):
+        self.session = session
+        self.tokenizer = tokenizer
+        self.manifest = manifest
+        self.scale = float(manifest.get("scale", 1.0))
+        self.bias = float(manifest.get("bias", 0.0))
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._passages: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def load(cls, folder: str | Path, *, int8: bool = True, threads: int = 1) -> Judge:
+        """`int8`: the quantized model (the fp32 one otherwise). One thread: a query process
+        shares the machine with the web server's other requests."""
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as err:
+            raise ConfigError(f"The judge needs onnxruntime and tokenizers: pip install 'rlhelper[judge]' ({err}).") from err
+        folder = Path(folder)
+        if not (folder / (MODEL_INT8 if int8 else MODEL_FP32)).is_file() or not (folder / TOKENIZER).is_file():
+            raise ConfigError(f"No judge model in {folder}: train one with `rlhelper judge train`.")
+        manifest_file = folder / MANIFEST
+        manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else {}
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        model = folder / (MODEL_INT8 if int8 else MODEL_FP32)
+        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
+        tokenizer.enable_truncation(max_length=int(manifest.get("max_length", DEFAULT_MAX_LENGTH)))
+        tokenizer.no_padding()
+        return cls(session, tokenizer, manifest)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors, one row per text."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.zeros_like(ids)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n], types[row, :n], mask[row, :n] = e.ids, e.type_ids, 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        (out,) = self.session.run(["embedding"], {k: v for k, v in feeds.items() if k in self._inputs})
+        return out
+
+    def _passage_vectors(self, passages: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(p for p in passages if p not in self._passages))
+        if missing:
+            if len(self._passages) + len(missing) > MAX_CACHED:
+                self._passages.clear()
+            self._passages.update(zip(missing, self.embed(missing), strict=True))
+        return np.stack([self._passages[p] for p in passages])
+
+    def logits(self, query: str, passages: list[str]) -> np.ndarray:
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        if len(passages) > MAX_PASSAGES:
+            raise ValueError(f"at most {MAX_PASSAGES} passages per call, got {len(passages)}")
+        question = self.embed([query])[0]
+        return self.scale * (self._passage_vectors(passages) @ question) + self.bias
+
+    def probabilities(self, query: str, passages: list[str]) -> list[float]:
+        """P(the passage answers the query), one per passage, in order."""
+        return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(query, passages)))]
+
+
+def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry], weak: bool) -> tuple[Ranking, float]:
+    """The judge's say on the first JUDGED hits: when the pipeline's own answer is `weak` (in the
+    weak-match band), the hit the judge finds likeliest goes first; a hit the user pinned stays.
+    Returns the ranking and the judge's probability for the hit now first."""
+    rows = [row for row, _ in ranking.fused[:JUDGED]]
+    probabilities = judge.probabilities(text, [passage(entry_of(row)) for row in rows])
+    best = max(range(len(rows)), key=probabilities.__getitem__)
+    if not weak or best == 0 or ranking.pinned_lead:
+        return ranking, probabilities[0]
+    fused = [ranking.fused[best], *ranking.fused[:best], *ranking.fused[best + 1:]]
+    return replace(ranking, fused=fused), probabilities[best]
