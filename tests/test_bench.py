@@ -162,6 +162,9 @@ def test_run_bench_on_a_tiny_corpus(tiny_corpus, tmp_path):
     keys = {r["key"] for r in figures["rows"]}
     assert {"cold_ingest", "reingest", "search_p50", "search_p95", "ask_process", "peak_rss_query",
             "peak_rss_ask"} <= keys
+    from rlhelper.search.judge import judge_available
+
+    assert ("judge_added_p50" in keys) is judge_available()  # the opt-in mode's cost, where it can run
     assert all(r["value"] is not None and r["value"] >= 0 for r in figures["rows"])
     assert figures["details"]["search"]["n"] == 3
     assert json.loads((tmp_path / "bench.json").read_text())["rows"] == figures["rows"]

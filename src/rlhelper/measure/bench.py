@@ -48,6 +48,24 @@ def worker_ingest(sources: list[str], index: str, embedder: str | None, rebuild:
             "skipped": report.skipped, "failed": len(report.failed)}
 
 
+def judge_rows(index: Path, queries: list[str], repeats: int, hybrid_p50: float) -> list[dict]:
+    """The opt-in judge mode's cost, when the judge can run here: warm search and whole-process ask."""
+    from ..search.judge import judge_available
+
+    if not judge_available():
+        return []
+    judged = run_worker("search", index=str(index), queries=queries, repeats=repeats, mode="judge")
+    p50 = percentile(judged.pop("latencies_ms"), 50)
+    asks = [measure_process([*ask_argv(ASK_QUERY, index), "--mode", "judge"]) for _ in range(3)]
+    return [
+        row("judge_added_p50", "judge mode: added to the warm search p50", p50 - hybrid_p50, "ms",
+            f"{p50:.1f} ms against {hybrid_p50:.1f} ms"),
+        row(None, "judge mode: peak RSS, query process", judged["peak_rss_mb"], "MB"),
+        row(None, "judge mode: `rlhelper ask --mode judge` whole process, median of 3",
+            statistics.median(a["wall"] for a in asks), "s"),
+    ]
+
+
 def run_bench(
     index_dir: Path | None = None,
     eval_file: Path | None = DEFAULT_EVAL_FILE,
@@ -96,6 +114,8 @@ def run_bench(
         ]
         details["search"] = {**search, "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95),
                              "max_ms": max(lat), "mean_ms": statistics.fmean(lat), "n": len(lat)}
+
+        rows += judge_rows(index, queries, search_repeats, percentile(lat, 50))
 
         argv = ask_argv(ASK_QUERY, index)
         measure_process(argv)  # untimed: the first run after install writes the model's weight cache
