@@ -67,9 +67,10 @@ def _show(helper, answer, settings, as_json: bool = False, indent: int | None = 
 @click.command()
 @click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many entries to retrieve.")
 @filter_options
+@mode_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON answer per line (JSON Lines) instead of text.")
 @llm_options
-def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
+def chat(k, framework, collection, lang, index, mode, as_json, llm, llm_base_url, llm_model, llm_api_key_env,
          llm_timeout):
     """A conversation: ask, then follow up ("what about verl?"), the index loaded once.
 
@@ -83,7 +84,7 @@ def chat(k, framework, collection, lang, index, as_json, llm, llm_base_url, llm_
     from .chat import GREETING, PROMPT, converse, messages
 
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
-    helper = load_helper(index)
+    helper = load_helper(index, mode=mode)  # every message of the conversation is searched so
     interactive = sys.stdin.isatty() and not as_json
 
     def show(answer):
