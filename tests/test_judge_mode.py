@@ -122,3 +122,13 @@ def test_eval_shows_a_judge_column_when_asked(seeds_index, tmp_path):
     result = json.loads(done.stdout)
     assert result["modes"] == ["lexical", "dense", "hybrid", "judge"]
     assert result["metrics"]["judge"]["recall@1"] == 1.0
+
+
+def test_without_onnxruntime_the_judge_mode_says_what_to_install(seeds_index, usem3_cache_dir):
+    probe = ("import sys; sys.modules['onnxruntime'] = None\n"
+             "sys.argv = ['rlhelper', 'ask', '--index', sys.argv[1], '--mode', 'judge', 'vllm OOM']\n"
+             "from rlhelper.cli import main\nmain()")
+    done = subprocess.run([sys.executable, "-c", probe, str(seeds_index)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "RLHELPER_CACHE_DIR": str(usem3_cache_dir)})
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "pip install 'rlhelper[judge]'" in done.stderr and not done.stdout
