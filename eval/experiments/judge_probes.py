@@ -54,6 +54,23 @@ def report(name: str, pairs: list[dict], scores: np.ndarray) -> None:
     print(name, {k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}, flush=True)
 
 
+def pair_features(tokenizer, batch: list[dict], max_length: int):
+    return tokenizer([p["query"] for p in batch], [p["passage"] for p in batch], padding=True, truncation=True,
+                     max_length=max_length, return_tensors="pt")
+
+
+def start_cross_encoder():
+    """The first recipe's start: the bundled encoder with a fresh one-logit head on [CLS], seed 13."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from rlhelper.index.embed import bundled_minilm_folder
+
+    torch.manual_seed(13)
+    model = CrossEncoder(str(bundled_minilm_folder()), num_labels=1, max_length=128, device="cpu")
+    return model.model, model.tokenizer
+
+
 def cross_scores(network, tokenizer, pairs: list[dict], max_length: int, pool) -> np.ndarray:
     import torch
 
@@ -61,14 +78,7 @@ def cross_scores(network, tokenizer, pairs: list[dict], max_length: int, pool) -
     with torch.no_grad():
         for start in range(0, len(pairs), 32):
             batch = pairs[start : start + 32]
-            features = tokenizer(
-                [p["query"] for p in batch],
-                [p["passage"] for p in batch],
-                padding=True,
-                truncation=True,
-                max_length=max_length,
-                return_tensors="pt",
-            )
+            features = pair_features(tokenizer, batch, max_length)
             out += pool(network, features).tolist()
     return np.array(out)
 
@@ -76,16 +86,12 @@ def cross_scores(network, tokenizer, pairs: list[dict], max_length: int, pool) -
 def cross(args) -> None:
     """The first recipe (a CrossEncoder, a fresh head on [CLS], or on the tokens' mean with --mean-pool)."""
     import torch
-    from sentence_transformers import CrossEncoder
 
-    from rlhelper.index.embed import bundled_minilm_folder
     from rlhelper.judge.train import sample
 
     train_pairs, held = split(args.pairs)
     train_pairs = sample(train_pairs, args.pairs_n)
-    torch.manual_seed(13)
-    model = CrossEncoder(str(bundled_minilm_folder()), num_labels=1, max_length=128, device="cpu")
-    network, tokenizer = model.model, model.tokenizer
+    network, tokenizer = start_cross_encoder()
     head = torch.nn.Linear(network.config.hidden_size, 1)
 
     def pool(net, features):
@@ -108,14 +114,7 @@ def cross(args) -> None:
     started = time.perf_counter()
     for start in range(0, len(train_pairs), 16):
         batch = train_pairs[start : start + 16]
-        features = tokenizer(
-            [p["query"] for p in batch],
-            [p["passage"] for p in batch],
-            padding=True,
-            truncation=True,
-            max_length=128,
-            return_tensors="pt",
-        )
+        features = pair_features(tokenizer, batch, 128)
         loss = loss_fn(pool(network, features), torch.tensor([float(p["label"]) for p in batch]))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -135,16 +134,11 @@ def cross(args) -> None:
 def overfit(args) -> None:
     """48 pairs (24 answers, 24 not), 12 passes, no schedule: the training loss per pass."""
     import torch
-    from sentence_transformers import CrossEncoder
-
-    from rlhelper.index.embed import bundled_minilm_folder
 
     train_pairs, _ = split(args.pairs)
     random.Random(1).shuffle(train_pairs)
     chosen = [p for p in train_pairs if p["label"]][:24] + [p for p in train_pairs if not p["label"]][:24]
-    torch.manual_seed(13)
-    model = CrossEncoder(str(bundled_minilm_folder()), num_labels=1, max_length=128, device="cpu")
-    network, tokenizer = model.model, model.tokenizer
+    network, tokenizer = start_cross_encoder()
     network.train()
     optimizer = torch.optim.AdamW(network.parameters(), lr=args.lr, weight_decay=0.01)
     loss_fn = torch.nn.BCEWithLogitsLoss()
@@ -153,14 +147,7 @@ def overfit(args) -> None:
         total = 0.0
         for start in range(0, len(chosen), 16):
             batch = chosen[start : start + 16]
-            features = tokenizer(
-                [p["query"] for p in batch],
-                [p["passage"] for p in batch],
-                padding=True,
-                truncation=True,
-                max_length=128,
-                return_tensors="pt",
-            )
+            features = pair_features(tokenizer, batch, 128)
             loss = loss_fn(
                 network(**features).logits.view(-1), torch.tensor([float(p["label"]) for p in batch])
             )

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 from rlhelper.api import Helper
-from rlhelper.search.judge import Judge, passage
 from rlhelper.measure.metrics import abstention_separation, choose_threshold
 from rlhelper.measure.sets import entry_locations, load_eval_set, relevance_gains
+from rlhelper.search.judge import Judge, passage
 
 ROOT = Path(__file__).resolve().parents[2]
 SETS = ("seeds", "official", "issues")
