@@ -28,6 +28,36 @@ def test_record_and_columns(tmp_path):
     assert values[1].endswith("+00:00")  # UTC, ISO 8601
 
 
+def test_the_file_never_appears_without_its_table(tmp_path, monkeypatch):
+    """A reader polling the file (the web tests, `feedback export` while the server runs) must not find
+    it created but empty: the flake of issue 29 read "no such table: feedback" in that window."""
+    path = tmp_path / "f.sqlite3"
+    seen: list[list[str]] = []
+    connect = sqlite3.connect
+
+    def watching(target, *args, **kwargs):
+        if path.exists():  # what any other reader would find at this moment
+            with connect(f"file:{path}?mode=ro", uri=True) as conn:
+                seen.append([r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")])
+        return connect(target, *args, **kwargs)
+
+    monkeypatch.setattr(feedback.sqlite3, "connect", watching)
+    FeedbackStore(path).record("q", "a", [], 1)
+    assert seen and all("feedback" in tables for tables in seen), seen
+    assert [p.name for p in tmp_path.iterdir()] == ["f.sqlite3"]  # the draft is gone
+
+
+def test_two_first_writers_both_keep_their_votes(tmp_path):
+    path = tmp_path / "f.sqlite3"
+    stores = [FeedbackStore(path) for _ in range(8)]
+    threads = [threading.Thread(target=s.record, args=(f"q{i}", "a", [], 1)) for i, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r["query"] for r in FeedbackStore(path).rows()) == [f"q{i}" for i in range(8)]
+
+
 def test_change_comment_remove(tmp_path):
     store = FeedbackStore(tmp_path / "f.sqlite3")
     row = store.record("q", "a", [], -1)

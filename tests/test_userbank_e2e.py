@@ -24,6 +24,19 @@ def _ask(env, index: Path, *extra: str) -> dict:
     return json.loads(proc.stdout)
 
 
+def wait_for_learned(bank: Path, entry_id: str, seconds: float = 30.0) -> bool:
+    """Wait for the learned record itself, not for the file (the server writes it meanwhile)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if any(json.loads(line).get("entry_id") == entry_id for line in bank.read_text().splitlines()):
+                return True
+        except (OSError, ValueError):  # not written yet
+            pass
+        time.sleep(0.1)
+    return False
+
+
 @pytest.fixture(scope="module")
 def third(full_index) -> dict:
     """The entry the question ranks third on the default index, before anyone voted."""
@@ -113,10 +126,7 @@ def test_browser_ask_thumbs_up_ask_again(tmp_path, full_index, third):
                 ".rl-sources .rl-cite-head").first.inner_text()
             page.locator("#rl-chat button[aria-label='Like']").last.click()
             page.locator("#rl-status").get_by_text("will lead for this question").wait_for()
-            deadline = time.monotonic() + 10
-            while not bank.exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert json.loads(bank.read_text().splitlines()[0])["entry_id"] == third["id"]
+            assert wait_for_learned(bank, third["id"]), "the thumbs-up did not reach the bank"
 
             # Asked again over every framework, with the same server: it leads, matched through the question.
             page.locator("#rl-framework input").click()

@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -113,15 +114,19 @@ def ask(page, question: str) -> None:
     page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length > n", arg=[FINAL, before])
 
 
-def wait_for_row(db: Path, query: str, seconds: float = 10.0) -> tuple | None:
+def wait_for_row(db: Path, query: str, seconds: float = 30.0) -> tuple | None:
+    """Wait for the vote's row, the state itself: not for the file, which the server writes meanwhile
+    (read-only, so the poll never creates the file itself)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if db.exists():
-            with sqlite3.connect(db) as conn:
+        try:
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
                 row = conn.execute("SELECT query, vote, cited_entry_ids FROM feedback WHERE query = ?",
                                    (query,)).fetchone()
-            if row:
-                return row
+        except sqlite3.OperationalError:  # not there yet, or no table yet, or locked by the writer
+            row = None
+        if row:
+            return row
         time.sleep(0.2)
     return None
 

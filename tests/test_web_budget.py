@@ -56,7 +56,7 @@ def test_a_pathological_question_is_cut_and_does_not_hold_up_a_normal_one(server
     stuck: dict = {}
     worker = threading.Thread(target=timed_ask, args=(server, f"{MARKER} rollout stall", stuck))
     worker.start()
-    time.sleep(0.5)  # the pathological one is in flight
+    assert slow.wait_spinning(1)  # the pathological one is in flight
     normal: dict = {}
     timed_ask(server, QUESTION, normal)
     worker.join(timeout=60)
@@ -81,7 +81,7 @@ def test_a_crowd_of_pathological_questions_leaves_room_for_others(server, slow):
     threads = [threading.Thread(target=timed_ask, args=(server, f"{MARKER} {i}", out)) for i, out in enumerate(crowd)]
     for t in threads:
         t.start()
-    time.sleep(0.5)
+    assert slow.wait_spinning(web_app.CONCURRENCY)  # every worker is taken
     normal: dict = {}
     timed_ask(server, QUESTION, normal)
     for t in threads:

@@ -85,11 +85,8 @@ class FeedbackStore:
         self.max_bytes = max_bytes
 
     def _connect(self) -> sqlite3.Connection:
-        # Votes hold the questions asked (paths, hostnames): the user's alone, like chat history.
-        # SQLite gives its journal the database file's permissions.
         if not self.path.exists():
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            self._create()
         elif self.path.stat().st_mode & 0o077:  # made world-readable by an older rlhelper
             try:
                 self.path.chmod(0o600)
@@ -98,6 +95,28 @@ class FeedbackStore:
         conn = sqlite3.connect(self.path, timeout=10)
         conn.execute(_SCHEMA)
         return conn
+
+    def _create(self) -> None:
+        """Make the file with its table beside it, then link it into place: a reader never finds the
+        file without its table, and of two first writers one links and the other opens its file.
+        Votes hold the questions asked (paths, hostnames): the user's alone, like chat history;
+        SQLite gives its journal the database file's permissions."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        draft = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.new")
+        os.close(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        try:
+            with closing(sqlite3.connect(draft)) as conn:
+                conn.execute(_SCHEMA)
+                conn.commit()
+            try:
+                os.link(draft, self.path)
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links: no second writer to lose to there
+                if not self.path.exists():
+                    os.replace(draft, self.path)
+        finally:
+            draft.unlink(missing_ok=True)
 
     def _check_room(self) -> None:
         try:

@@ -126,16 +126,31 @@ class SpinningHelper:
 
     def __init__(self, helper, spin: float = 60.0):
         self._helper, self.spin, self.stop = helper, spin, threading.Event()
+        self._spinning, self._changed = 0, threading.Condition()
 
     def __getattr__(self, name):
         return getattr(self._helper, name)
 
     def ask(self, query, *args, **kwargs):
         if MARKER in query:
-            end = time.monotonic() + self.spin
-            while time.monotonic() < end and not self.stop.is_set():
-                sum(i * i for i in range(20_000))
+            self._count(+1)
+            try:
+                end = time.monotonic() + self.spin
+                while time.monotonic() < end and not self.stop.is_set():
+                    sum(i * i for i in range(20_000))
+            finally:
+                self._count(-1)
         return self._helper.ask(query, *args, **kwargs)
+
+    def _count(self, step: int) -> None:
+        with self._changed:
+            self._spinning += step
+            self._changed.notify_all()
+
+    def wait_spinning(self, n: int = 1, timeout: float = 60.0) -> bool:
+        """Wait until `n` searches spin at once: a test's "in flight" as a state, not a pause."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._spinning >= n, timeout)
 
 
 def _started(helper, work: Path, **kw) -> tuple[object, str, Path]:
