@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+import browsing
 import numpy as np
 import pytest
 
@@ -156,3 +157,18 @@ def pytest_collection_modifyitems(items):
         if REAL_INDEX_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("browser") \
                 or item.get_closest_marker("st"):
             item.add_marker(pytest.mark.slow)
+
+
+# --- the browser ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser():
+    why = browsing.install_chromium()
+    if why:
+        pytest.skip(why)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=browsing.CHROMIUM, args=browsing.CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -90,52 +90,47 @@ def test_cli_accept_with_nothing_to_accept_is_one_line(tmp_path, full_index, use
 
 
 @pytest.mark.browser
-def test_browser_ask_thumbs_up_ask_again(tmp_path, full_index, third):
-    from test_web_browser import CHROMIUM, CHROMIUM_ARGS, _install_chromium, ask
+def test_browser_ask_thumbs_up_ask_again(tmp_path, full_index, third, browser):
+    from test_web_browser import ask
 
     from rlhelper.answer.extractive import FRAMEWORK_NAMES
     from rlhelper.api import Helper
     from rlhelper.web import loadtest
     from rlhelper.web import server as web_server
 
-    why = _install_chromium()
-    if why:
-        pytest.skip(why)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
     bank = tmp_path / "data" / "questions.jsonl"
     app, url = web_server.start(Helper.load(full_index, user_bank=bank), port=loadtest.free_port(),
                          feedback_db=tmp_path / "data" / "feedback.sqlite3")
+    context = browser.new_context(viewport={"width": 1200, "height": 1000})
     try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1200, "height": 1000})
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            page.locator("#rl-header h1").wait_for()
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(url)
+        page.locator("#rl-header h1").wait_for()
 
-            ask(page, QUESTION)
-            lead = page.locator(".rl-answer").last.locator(".rl-sources .rl-cite-head").first.inner_text()
-            assert third["heading"] not in lead
+        ask(page, QUESTION)
+        lead = page.locator(".rl-answer").last.locator(".rl-sources .rl-cite-head").first.inner_text()
+        assert third["heading"] not in lead
 
-            # Narrowed to its framework the entry is the answer: the user says so with a thumbs-up.
-            page.locator("#rl-framework input").click()
-            page.get_by_role("option", name=FRAMEWORK_NAMES.get(third["framework"], third["framework"]),
-                             exact=True).click()
-            ask(page, QUESTION)
-            assert third["heading"] in page.locator(".rl-answer").last.locator(
-                ".rl-sources .rl-cite-head").first.inner_text()
-            page.locator("#rl-chat button[aria-label='Like']").last.click()
-            page.locator("#rl-status").get_by_text("will lead for this question").wait_for()
-            assert wait_for_learned(bank, third["id"]), "the thumbs-up did not reach the bank"
+        # Narrowed to its framework the entry is the answer: the user says so with a thumbs-up.
+        page.locator("#rl-framework input").click()
+        page.get_by_role("option", name=FRAMEWORK_NAMES.get(third["framework"], third["framework"]),
+                         exact=True).click()
+        ask(page, QUESTION)
+        assert third["heading"] in page.locator(".rl-answer").last.locator(
+            ".rl-sources .rl-cite-head").first.inner_text()
+        page.locator("#rl-chat button[aria-label='Like']").last.click()
+        page.locator("#rl-status").get_by_text("will lead for this question").wait_for()
+        assert wait_for_learned(bank, third["id"]), "the thumbs-up did not reach the bank"
 
-            # Asked again over every framework, with the same server: it leads, matched through the question.
-            page.locator("#rl-framework input").click()
-            page.get_by_role("option", name="All frameworks").click()
-            ask(page, QUESTION)
-            answer = page.locator(".rl-answer").last
-            assert third["heading"] in answer.locator(".rl-sources .rl-cite-head").first.inner_text()
-            matched = answer.locator(".rl-sources .rl-cite").first.locator(".rl-matched")
-            assert matched.inner_text() == f"matched: {QUESTION}"
-            browser.close()
+        # Asked again over every framework, with the same server: it leads, matched through the question.
+        page.locator("#rl-framework input").click()
+        page.get_by_role("option", name="All frameworks").click()
+        ask(page, QUESTION)
+        answer = page.locator(".rl-answer").last
+        assert third["heading"] in answer.locator(".rl-sources .rl-cite-head").first.inner_text()
+        matched = answer.locator(".rl-sources .rl-cite").first.locator(".rl-matched")
+        assert matched.inner_text() == f"matched: {QUESTION}"
     finally:
+        context.close()
         app.close()

@@ -1,6 +1,6 @@
 """End to end in headless Chromium (Debian's package, driven by Playwright; never a downloaded browser).
 
-Set-up, also run by the session fixture below when the browser is missing:
+Set-up, also run by the session fixture `browser` (conftest.py) when the browser is missing:
     apt-get update && apt-get install -y chromium
 Optional, for Chinese text in the screenshot: apt-get install -y fonts-wqy-microhei
 """
@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sqlite3
-import subprocess
 import time
 from contextlib import closing
 from pathlib import Path
@@ -24,45 +22,12 @@ from rlhelper.web import server as web_server
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update"]
 REPO = Path(__file__).resolve().parent.parent
 # The README's picture: written only when asked (RLHELPER_UPDATE_SCREENSHOT=1), so a test run
 # leaves the work tree clean.
 SCREENSHOT = REPO / "docs" / "screenshot.png"
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 QUESTION = "Weight sync timed out between the trainer and SGLang. How do I fix it?"
-
-
-def _install_chromium() -> str | None:
-    """Install Debian's chromium if missing; returns why it could not be, or None."""
-    if os.access(CHROMIUM, os.X_OK):
-        return None
-    apt = shutil.which("apt-get")
-    if not apt:
-        return "chromium is missing and apt-get is not available to install it"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    try:
-        subprocess.run([apt, "update", "-qq"], check=True, capture_output=True, timeout=900, env=env)
-        subprocess.run([apt, "install", "-y", "-qq", "chromium"], check=True, capture_output=True, timeout=1800,
-                       env=env)
-    except (OSError, subprocess.SubprocessError) as err:
-        detail = getattr(err, "stderr", b"") or b""
-        return f"chromium could not be installed with apt-get ({err}; {detail.decode(errors='replace')[-300:]})"
-    return None if os.access(CHROMIUM, os.X_OK) else "apt-get ran but /usr/bin/chromium is still missing"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    why = _install_chromium()
-    if why:
-        pytest.skip(why)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")
