@@ -462,3 +462,41 @@ def test_a_log_of_repeated_lines_without_errors_searches_each_once():
     q = normalize_query(log)
     assert q.text.count("heartbeat") == 1 and q.text.count("step") == 1
     assert "no error line" in q.notices[0]
+
+
+# -- issue 29, point 1: a line with its own log prefix starts a new record ------------------------------
+
+
+WATCHDOG_THEN_ABORT = (
+    "[E ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1402, "
+    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600015 milliseconds before timing out.\n"
+    "(WorkerDict pid=48211) torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3.\n"
+)
+
+
+@pytest.mark.parametrize("beat", ["(raylet) [2025-01-01 12:00:00] worker heartbeat ok",
+                                  "2025-01-01 12:00:00,123 worker heartbeat ok",
+                                  "(raylet) worker heartbeat ok"])
+def test_the_lines_after_an_exception_with_their_own_prefix_are_not_its_message(beat):
+    q = normalize_query(WATCHDOG_THEN_ABORT + f"{beat}\n" * 30)
+    assert lines_of(q)[0] == "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3."
+    assert "heartbeat" not in q.text
+    assert "(2 error lines, last error first)" in q.notices[0]
+
+
+def test_a_ray_workers_message_goes_on_under_the_same_actor_prefix():
+    log = ("(WorkerDict pid=48211) RuntimeError: weight sync failed\n"
+           "(WorkerDict pid=48211) the NCCL group was torn down before the broadcast finished\n"
+           "(WorkerDict pid=50000) INFO step 3 done\n")
+    q = normalize_query(log)
+    assert lines_of(q)[:2] == ["RuntimeError: weight sync failed",
+                               "the NCCL group was torn down before the broadcast finished"]
+    assert "(2 lines, 1 error line, last error first)" in q.notices[0]  # says what was searched
+
+
+def test_an_actor_name_alone_does_not_name_the_framework():
+    from rlhelper.answer.extractive import NAMED
+
+    hinted = normalize_query("(TaskRunner pid=81234) RuntimeError: CUDA error: an illegal memory access\n"
+                             "(TaskRunner pid=81234) INFO shutting down\n").frameworks
+    assert 0 < hinted.get("verl", 0) < NAMED

@@ -59,8 +59,10 @@ _FRAMEWORK_HINTS: list[tuple[re.Pattern, dict[str, float]]] = [
         # VERL_LOGGING_LEVEL (ascend faq.rst).
         (r"\bSKYRL_[A-Z_]+", 0, {"skyrl": 0.8}),
         (r"\bVERL_[A-Z_]+", 0, {"verl": 0.8}),
-        # verl's Ray driver actor, named in install.rst ("so the TaskRunner and every worker").
-        (r"\(TaskRunner pid=", 0, {"verl": 0.5}),
+        # verl's Ray driver actor, named in install.rst ("so the TaskRunner and every worker"). An
+        # actor's name is any Ray program's to choose, so alone it leans towards verl without
+        # naming it (below answer.extractive.NAMED: no "your query is about verl" on its strength).
+        (r"\(TaskRunner pid=", 0, {"verl": 0.3}),
         # slime's command-line flags: "SGLang arguments are prefixed with --sglang-" (slime seed),
         # --sglang-mem-fraction-static (qa.md); --rollout-stop (qa.md), --rollout-health-check-*
         # (fault-tolerance.md); --actor-num-nodes / --actor-num-gpus-per-node (slime seed, qa.md);

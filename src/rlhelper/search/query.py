@@ -1,6 +1,6 @@
 """From whatever was pasted to what is searched: the error signature.
 
-    normalize_query(raw)      -> NormalizedQuery(text, truncated, notices, frameworks, is_log, context)
+    normalize_query(raw)      -> NormalizedQuery(text, truncated, notices, frameworks, is_log, context, detail, phase)
     detect_frameworks(text)   -> {"verl": 0.9, "sglang": 0.8, ...}
     is_binary(raw)            -> True for data that is not text
 
@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 
 from .frameworks import detect_frameworks
+from .phase import phase_asked, phase_of_frame
 
 MAX_SCAN_CHARS = 200_000
 MAX_SCAN_LINES = 5_000
@@ -66,6 +67,9 @@ class NormalizedQuery:
     # The sentences after the first of the final exception's message ("Tried to allocate 2.00 GiB.
     # GPU 0 has a total capacity of ..."): numbers and advice that follow the error, not the error.
     detail: str = ""
+    # The phase of an RL step the traceback failed in (phase.py): "training", "generation",
+    # "weight sync", "checkpoint", or "" when its frames do not say.
+    phase: str = ""
 
 
 # --- character-level cleaning -------------------------------------------------
@@ -105,7 +109,7 @@ def _visible(line: str) -> str:
 
 # --- line classification ------------------------------------------------------
 
-_FRAME = re.compile(r'\s*File "[^"\n]*", line \d+')
+_FRAME = re.compile(r'\s*File "(?P<path>[^"\n]*)", line \d+(?:, in (?P<func>[\w<>.]+))?')
 # A frame in a framework's own package: the path below the package root, and the function.
 _FRAMEWORK_FRAME = re.compile(
     r'\s*File "[^"\n]*[/\\](?:verl|skyrl_train|skyrl|slime|rlinf)[/\\](?P<module>[^"\n]+?)\.py", line \d+, in (?P<func>[\w<>]+)')
@@ -179,6 +183,8 @@ _INLINE_NOISE = re.compile(
     r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"  # ip[:port]
     r"|\[repeated \d+x across cluster\]"
 )
+# A time of day in a log prefix: each record of a log carries its own.
+_STAMPED = re.compile(r"\d{1,2}:\d{2}:\d{2}")
 _LINE_NUMBER = re.compile(r"(\.(?:py|pyx|cc|cpp|cxx|c|h|hpp|cu|cuh)):\d+(?::\d+)?")
 # Directories on a path that name the library the error comes from.
 _PATH_KEEP = frozenset(
@@ -201,7 +207,14 @@ def _detail(line: str) -> str:
 
 def _strip_prefixes(line: str) -> tuple[str, str | None]:
     """The line without log prefixes, and the level they carried (if any)."""
+    line, level, _ = _split_prefixes(line)
+    return line, level
+
+
+def _split_prefixes(line: str) -> tuple[str, str | None, str]:
+    """The line without log prefixes, the level they carried (if any), and the prefixes removed."""
     level = None
+    original = line
     for _ in range(8):  # prefixes stack: "(pid=1) [time TP0] ERROR ..."
         candidate = line.lstrip(" \t")
         for prefix in _PREFIXES:
@@ -213,8 +226,20 @@ def _strip_prefixes(line: str) -> tuple[str, str | None]:
                 line = candidate[m.end():]  # keeps the indentation after the prefix (frames, source)
                 break
         else:
-            return line, level
-    return line, level
+            break
+    return line, level, original[: len(original) - len(line)].strip()
+
+
+def _continues(prefix: str, record_prefix: str) -> bool:
+    """Whether a line with `prefix` goes on with the record opened under `record_prefix`.
+
+    A multi-line message is printed under one log record: its further lines come bare, or, from a
+    Ray worker, under the same actor prefix. A line with a prefix of its own (another process's,
+    a timestamp, a level) starts a new record, however error-like its words: the heartbeats after
+    an exception are the raylet's, not the exception's message."""
+    if not prefix:
+        return True
+    return prefix == record_prefix and not _STAMPED.search(prefix)
 
 
 def _shorten_path(chunk: str) -> str:
@@ -288,21 +313,26 @@ def _has_log_markers(lines: list[str]) -> bool:
     return False
 
 
-def _extract(lines: list[str]) -> tuple[list[_Line], int, str]:
-    """Classified lines of a log, frames and noise dropped; how many lines were clipped; and the
-    context of the deepest framework frame (see NormalizedQuery.context)."""
+def _extract(lines: list[str]) -> tuple[list[_Line], int, str, str]:
+    """Classified lines of a log, frames and noise dropped; how many lines were clipped; the
+    context of the deepest framework frame (see NormalizedQuery.context); and the phase its frames
+    name (phase.py)."""
     kept: list[_Line] = []
     clipped = 0
     context = ""
+    phase = ""
     in_frame = False  # the previous line was a stack frame: the next indented one is source
     open_exception: _Line | None = None
+    record_prefix = ""  # the log prefix the open exception was printed under
     for position, raw in enumerate(lines):
         raw = _visible(raw)
         if len(raw) > MAX_LINE_CHARS:
             raw, clipped = raw[:MAX_LINE_CHARS], clipped + 1
-        line, level = _strip_prefixes(raw)
-        if _FRAME.match(line) or _CPP_FRAME.match(line):
+        line, level, prefix = _split_prefixes(raw)
+        if (frame := _FRAME.match(line)) or _CPP_FRAME.match(line):
             in_frame, open_exception = True, None
+            if frame:
+                phase = phase_of_frame(frame["path"], frame["func"] or "") or phase  # the deepest says
             if framework_frame := _FRAMEWORK_FRAME.match(line):
                 module = re.sub(r"[/\\_.]+", " ", framework_frame["module"])
                 context = f"{module} {framework_frame['func'].strip('<>')}".strip()
@@ -323,15 +353,15 @@ def _extract(lines: list[str]) -> tuple[list[_Line], int, str]:
             continue
         tier = _classify(text, level)
         if tier == 0:
-            open_exception = _Line(text, position, 0)
+            open_exception, record_prefix = _Line(text, position, 0), prefix
             kept.append(open_exception)
-        elif (open_exception is not None and level is None and tier >= 1
+        elif (open_exception is not None and level is None and tier >= 1 and _continues(prefix, record_prefix)
               and len(open_exception.continuation) < MAX_CONTINUATION_LINES):
             open_exception.continuation.append(text)  # the message goes on under the exception line
         else:
             open_exception = None
             kept.append(_Line(text, position, tier))
-    return kept, clipped, context
+    return kept, clipped, context, phase
 
 
 def _signature(kept: list[_Line], max_chars: int) -> tuple[list[str], int]:
@@ -419,7 +449,7 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
             f"{len(chr(10).join(scanned_lines)):,} characters (a log ends with its errors), "
             f"at most {max_chars:,} characters of signature."
         )
-    kept, clipped, context = _extract(scanned_lines)
+    kept, clipped, context, phase = _extract(scanned_lines)
     signature, left_out = _signature(kept, max_chars)
     if clipped:
         truncated = True
@@ -431,15 +461,18 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
             f"({max_chars:,} characters at most); {left_out:,} other error line{_s(left_out)} left out."
         )
     errors_found = len({_dedup_key(k.text) for k in kept if k.tier <= 1})
+    searched = sum(block.count("\n") + 1 for block in signature)
     if signature and errors_found:
-        notices.append(f"Pasted log detected: searched its error signature "
-                       f"({errors_found:,} error line{_s(errors_found)}, last error first).")
+        counted = f"{errors_found:,} error line{_s(errors_found)}"
+        if searched > errors_found:  # an exception's message lines, warnings: say what was searched
+            counted = f"{searched:,} lines, {counted}"
+        notices.append(f"Pasted log detected: searched its error signature ({counted}, last error first).")
     elif signature and any(k.tier in (2, 3) for k in kept):
         notices.append("Pasted log detected: no error line in it, searched its warnings.")
     elif signature:
         notices.append("Pasted log detected: no error line in it, searched its last lines.")
     return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True, context,
-                           _detail(signature[0]) if signature else "")
+                           _detail(signature[0]) if signature else "", phase)
 
 
 def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[str, float]) -> NormalizedQuery:
@@ -450,7 +483,8 @@ def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[
     if truncated:
         plain = _cut(plain, max_chars)
         notices = notices + [f"The query was {len(raw):,} characters; searched its first {len(plain):,}."]
-    return NormalizedQuery(plain, truncated, notices, frameworks, False, detail=_detail(plain))
+    return NormalizedQuery(plain, truncated, notices, frameworks, False, detail=_detail(plain),
+                           phase=phase_asked(plain) or "")
 
 
 def _tail(raw: str, limit: int) -> str:

@@ -13,12 +13,14 @@ from ..index import lexical, questions
 from ..schema import Entry
 from . import glossary
 from .frameworks import HINTED_NAMES
+from .phase import PHASE_WORDS
 from .query import NormalizedQuery
 from .spelling import Corrector
 
 MISSPELT_NAME = 0.5  # hint strength of a misspelt framework name (a spelt-out one: 0.6-0.8)
 CROSS_LANGUAGE_WEIGHT = 0.5  # an English query's glossary terms in Chinese count half (glossary.py)
 CONTEXT_WEIGHT = 0.3  # words of the traceback's deepest framework frame ("rollout"), a hint not a query
+PHASE_WEIGHT = 0.5  # the words naming the phase a traceback failed in ("training"; phase.py), a hint
 DETAIL_WEIGHT = 0.5  # words only in the sentences after an exception message's first (query.py)
 SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memroy" -> memory; spelling.py)
 
@@ -95,6 +97,7 @@ class QueryTerms:
     def of(cls, normalized: NormalizedQuery, corrector: Corrector | None = None) -> QueryTerms:
         words = lexical.tokenize(normalized.text)
         extra = dict.fromkeys(lexical.tokenize(normalized.context), CONTEXT_WEIGHT)
+        extra.update(dict.fromkeys(PHASE_WORDS.get(normalized.phase, ()), PHASE_WEIGHT))
         detail_only = _detail_only(normalized)
         if detail_only:
             extra.update(dict.fromkeys(detail_only, DETAIL_WEIGHT))

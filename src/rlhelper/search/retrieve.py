@@ -42,6 +42,7 @@ from .confidence import ConfidenceModel, Signals, model_for
 from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
 from .judge import PACKAGED as PACKAGED_JUDGE
 from .judge import Judge, rerank
+from .phase import phase_factors
 from .query import NormalizedQuery, is_binary, normalize_query
 from .ranking import AskedAs, QueryTerms, Ranking, section_key
 from .spelling import Corrector
@@ -254,6 +255,8 @@ class Retriever:
         fused = reciprocal_rank_fusion(rankings, k=RRF_K, weights=weights)
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
         fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
+        fused = boost(fused, phase_factors(normalized.phase, [i for i, _ in fused], self.index.entries,
+                                           from_frames=normalized.is_log))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
         pinned: dict[tuple, str] = {}
         if not learned.empty:
