@@ -14,7 +14,7 @@ ranks better than the embedder alone; k=10 keeps BM25's first place ahead
 unless the embedder strongly disagrees; the embedder mostly breaks ties and
 rescues paraphrases and cross-lingual questions that share no word with the
 entry. A framework named
-by the query doubles its entries' scores: the docs' advice is framework
+by the query lifts its entries x2.5 at full strength: the docs' advice is framework
 specific (another framework's config keys do not apply), yet an entry of
 another framework that both retrievers rank far higher still wins.
 
@@ -51,7 +51,7 @@ MODES = ("hybrid", "lexical", "dense", "judge")  # judge: hybrid, then the train
 CANDIDATES = 50  # depth taken from each retriever before fusion
 LEXICAL_WEIGHT = 3.0  # RRF weight of BM25's ranking; the embedder's is 1
 RRF_K = 10
-FRAMEWORK_BOOST = 1.0  # at full hint strength, a hinted framework's entries score x2
+FRAMEWORK_BOOST = 1.5  # at full hint strength, a hinted framework's entries score x2.5
 MAX_QUERY_BYTES = 1_000_000
 # A reported issue's thread (github/entries.py) scores x0.9: it ranks below a doc entry of the
 # same strength (the docs are the project's word; a thread is one user's case and its reply),
@@ -174,7 +174,7 @@ class Retriever:
         return [int(i) for i in ids], [float(s) for s in scores]
 
     def framework_factors(self, hints: dict[str, float], ids) -> dict[int, float]:
-        """Score factors: a framework the query names (x2 at full strength), an issue thread (x0.9)."""
+        """Score factors: a framework the query names (x2.5 at full strength), an issue thread (x0.9)."""
         frameworks, issues = self._columns["framework"], self._columns["issue"]
         factors = {i: 1.0 + FRAMEWORK_BOOST * hints.get(str(frameworks[i]), 0.0) for i in ids} if hints else {}
         for i in ids:
