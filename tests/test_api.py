@@ -264,7 +264,8 @@ def test_answer_html_for_notebooks(wake_up):
     badges = re.findall(r'<span class="rl-num">(\d+)</span>', sources)
     assert badges == [str(c.number) for c in wake_up.citations]
     c = wake_up.citations[0]
-    assert f'href="{c.url}"' in sources and f"File {c.doc}, lines {c.line_start}–{c.line_end}" in sources
+    assert f'href="{c.url}"' in sources and f"Lines {c.line_start}–{c.line_end} of “{c.doc_title}”" in sources
+    assert c.doc not in sources  # the seed's storage name (issue 29, point 3)
     heads = re.findall(r'<div class="rl-cite-head">(.*?)</div>', html)
     assert len(heads) >= len(wake_up.citations)
     shown = [re.sub(r"<[^>]+>", "", head) for head in heads]  # the text, not the hover trail

@@ -223,8 +223,8 @@ def test_a_twin_is_named_under_the_source_with_its_language_and_link():
                           abstained=False)
     sources = render.answer_html(answer)
     assert ('Also in 中文: <a href="https://github.com/o/r/blob/main/zh.md#y" target="_blank" '
-            'rel="noopener noreferrer">权重同步&lt;超时&gt;</a> (zh/guide.md:7)') in sources
-    assert "Another version: Weight sync (old/guide.md:3)" in sources  # an unsafe URL: the label only
+            'rel="noopener noreferrer">权重同步&lt;超时&gt;</a> (zh/guide.md, line 7)') in sources
+    assert "Another version: Weight sync (old/guide.md, line 3)" in sources  # an unsafe URL: the label only
     assert "javascript:" not in sources
 
 
@@ -281,7 +281,8 @@ def test_a_source_is_named_by_title_heading_and_upstream_with_file_and_lines_in_
     assert 'title="Seed guides: troubleshooting pages gathered from community repositories and captures">seeds<' in location
     assert "002_bd1aab8bc1bcc176" not in location
     details = html.split("<details")[1]
-    assert "File 002_bd1aab8bc1bcc176.txt, lines 10–20" in details
+    assert "Lines 10–20 of “slime-rl-training (SkillHub capture)”" in details
+    assert "002_bd1aab8bc1bcc176" not in html  # a storage name says nothing to a reader (issue 29, point 3)
 
 
 def test_a_short_heading_keeps_its_parent_and_a_page_off_github_names_its_host():
@@ -343,3 +344,25 @@ def test_a_chinese_question_gets_chinese_labels_and_an_english_one_english():
     assert "**Cause** [1]" in en.text and "来源" not in render.answer_html(en)
     nothing = build_answer("这个报错怎么办", "这个报错怎么办", [Hit(1, 0.1, e)], abstained=True)
     assert nothing.text.startswith("文档中没有") and "文档中没有匹配的条目" in render.answer_html(nothing)
+
+
+def test_a_seed_is_named_by_its_title_and_says_when_it_has_no_upstream(capsys):
+    """Issue 29, point 3: no storage name ("003_0a050bd8009ad8d6.txt") reaches the page or the terminal."""
+    from rlhelper.answer.sources import NO_UPSTREAM, place
+    from rlhelper.cli import terminal
+    from rlhelper.schema import Hit
+
+    e = entry("Lower gpu_memory_utilization.", url=None)
+    e.doc, e.doc_title = "003_0a050bd8009ad8d6.txt", "verl Troubleshooting"
+    e.also_at = [{"doc": e.doc, "heading": e.heading, "breadcrumb": [], "line_start": 446, "line_end": 460}]
+    e.twins = [{"entry_id": "t", "collection": "seeds", "doc": "001_4943b08643600789.txt", "heading": "权重同步",
+                "lang": "zh", "breadcrumb": [], "line_start": 166, "line_end": 170, "url": None}]
+    page = render.answer_html(build_answer("q", "q", [Hit(1, 0.9, e), Hit(2, 0.5, e)], abstained=False))
+    assert "0a050bd8" not in page and "4943b086" not in page
+    assert "Lines 10–20 of “verl Troubleshooting”" in page and "Also at line 446" in page
+    assert NO_UPSTREAM in page
+    terminal.print_hit_rows([Hit(1, 0.9, e)])
+    printed = capsys.readouterr().out
+    assert "0a050bd8" not in printed and "“verl Troubleshooting”, lines 10–20" in printed
+    assert place("verl/faq.rst", 3, 9) == "verl/faq.rst, lines 3–9"
+    assert place("003_0a050bd8009ad8d6.txt", 3) == ""  # no readable name: the caller leaves it out

@@ -107,7 +107,7 @@ def test_answer_streams_in_then_shows_numbered_citations(helper):
 
 
 def render_location(c) -> str:
-    return f"File {c.doc}, lines {c.line_start}–{c.line_end}"
+    return f"Lines {c.line_start}–{c.line_end} of “{c.doc_title}”"  # seeds: named by title, not storage name
 
 
 def test_a_pasted_log_shows_the_lines_that_were_searched(helper):

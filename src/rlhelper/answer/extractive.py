@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from ..schema import MAX_QUOTED_CHARS, Entry, Hit, title_trail
 from .language import ALSO_RELEVANT, language_of
 from .model import RELATED_SHOWN, Answer, AnswerPart, Citation
+from .sources import place
 
 # Label words seen in the shipped docs, grouped by what they introduce.
 # Collected with: grep -ohE '^\*\*[^*]{1,30}[:：]?\*\*[:：]?' ingest/*/*
@@ -149,7 +150,8 @@ def capped(body: str, entry: Entry) -> str:
     if sum(line.lstrip().startswith(("```", "~~~")) for line in shown.splitlines()) % 2:
         shown += "\n```"  # the cut fell inside a code block: close it
     more = body.count("\n", cut) + 1
-    where = f"{entry.doc}:{entry.line_start}-{entry.line_end}" + (f" {entry.url}" if entry.url else "")
+    where = (place(entry.doc, entry.line_start, entry.line_end, doc_title=entry.doc_title)
+             or f"lines {entry.line_start}–{entry.line_end}") + (f" {entry.url}" if entry.url else "")
     return f"{shown}\n\n_The entry continues: {more:,} more lines at {where}_"
 
 

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING
 from ..schema import Entry, Hit, title_trail
 from .language import ALSO_RELEVANT, language_of
 from .markup import code_block, esc, inline, link, markdown_html, preformatted, safe_url  # noqa: F401 (re-exported)
-from .sources import collection_note, short_trail, twin_label, twin_worth_naming, upstream
+from .sources import (
+    NO_UPSTREAM,
+    collection_note,
+    place,
+    readable_doc,
+    short_trail,
+    twin_label,
+    twin_worth_naming,
+    upstream,
+)
 
 if TYPE_CHECKING:  # Answer._repr_html_ imports this module: the model is only named here
     from .model import Answer, Citation
@@ -58,15 +67,22 @@ def breadcrumb_html(doc_title: str, breadcrumb: list[str]) -> str:
 
 def _location(url: str | None, collection: str = "") -> str:
     """Where the source lives upstream (repository · path) and, in plain words on hover, what its
-    collection is; the file and lines are in the entry's detail (_file_line)."""
+    collection is; the file and lines are in the entry's detail (_file_line). A shipped page with
+    no upstream says so, rather than leaving a bare collection name."""
     parts = [esc(where)] if (where := upstream(url)) else []
     if collection:
         parts.append(f'<span class="rl-coll" title="{esc(collection_note(collection))}">{esc(collection)}</span>')
+        if not url and collection == "seeds":
+            parts.append(esc(NO_UPSTREAM))
     return f'<span class="rl-loc">{" · ".join(parts)}</span>' if parts else ""
 
 
-def _file_line(doc: str, line_start: int, line_end: int) -> str:
-    return f'<div class="rl-muted rl-file">File {esc(doc)}, lines {line_start}–{line_end}</div>'
+def _file_line(doc: str, line_start: int, line_end: int, doc_title: str = "") -> str:
+    """"File verl/faq.rst, lines 10–20"; a seed stored under a hash is named by its title."""
+    name = readable_doc(doc, doc_title)
+    where = f"File {name}, " if name and not name.startswith("“") else ""
+    of = f" of {name}" if name.startswith("“") else ""
+    return f'<div class="rl-muted rl-file">{esc(where)}{"lines" if where else "Lines"} {line_start}–{line_end}{esc(of)}</div>'
 
 
 def entry_html(entry: Entry) -> str:
@@ -89,17 +105,18 @@ def matched_html(question: str | None) -> str:
 
 def _source_row(number: int | None, title_html: str, url: str | None, location: str, entry: Entry | None,
                 also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "",
-                matched: str | None = None, file_line: str = "", heading: str = "") -> str:
+                matched: str | None = None, file_line: str = "", heading: str = "", doc: str = "") -> str:
     badge = f'<span class="rl-num">{number}</span>' if number is not None else '<span class="rl-num rl-dot">•</span>'
     head = link(url, title_html, "rl-cite-link")
     also = ""
     if also_at:
-        places = ", ".join(esc(f"{a.get('doc', '')}:{a.get('line_start', '')}") for a in also_at[:5])
-        also = f'<div class="rl-muted">Also at {places}</div>'
+        places = ", ".join(esc(where) for a in also_at[:5]
+                           if (where := place(a.get("doc", ""), a.get("line_start", 0), same_doc=doc)))
+        also = f'<div class="rl-muted">Also at {places}</div>' if places else ""
     for twin in [t for t in twins or [] if twin_worth_naming(t, heading, lang)]:  # in another language or version
-        where = esc(f"{twin['doc']}:{twin['line_start']}")
+        where = place(twin["doc"], twin["line_start"], doc_title=twin.get("doc_title", ""))
         also += (f'<div class="rl-muted rl-twin">{esc(twin_label(twin, lang).capitalize())}: '
-                 f'{link(twin.get("url"), esc(twin["heading"]))} ({where})</div>')
+                 f'{link(twin.get("url"), esc(twin["heading"]))}{f" ({esc(where)})" if where else ""}</div>')
     details = ""
     if entry is not None:
         details = (f'<details class="rl-details"><summary>Show the whole entry</summary>'
@@ -112,15 +129,16 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
 
 def citation_html(c: Citation, entry: Entry | None, matched: str | None = None) -> str:
     return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url, _location(c.url, c.collection),
-                       entry, c.also_at, c.twins, c.lang, matched, _file_line(c.doc, c.line_start, c.line_end),
-                       c.heading)
+                       entry, c.also_at, c.twins, c.lang, matched,
+                       _file_line(c.doc, c.line_start, c.line_end, c.doc_title), c.heading, c.doc)
 
 
 def related_html(hit: Hit) -> str:
     e = hit.entry
     return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection), e,
                        twins=e.twins, lang=e.lang, matched=hit.matched_question,
-                       file_line=_file_line(e.doc, e.line_start, e.line_end), heading=e.heading)
+                       file_line=_file_line(e.doc, e.line_start, e.line_end, e.doc_title), heading=e.heading,
+                       doc=e.doc)
 
 
 def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None],
@@ -242,7 +260,9 @@ def in_language(html: str, lang: str) -> str:
         return html
     for english, chinese in CHINESE_MARKUP.items():
         html = html.replace(english, chinese)
-    return re.sub(r'(<div class="rl-muted rl-file">文件 [^<]*?), lines (\d+)–(\d+)</div>', r"\1，第 \2–\3 行</div>", html)
+    html = re.sub(r'(<div class="rl-muted rl-file">文件 [^<]*?), lines (\d+)–(\d+)</div>', r"\1，第 \2–\3 行</div>", html)
+    return re.sub(r'<div class="rl-muted rl-file">Lines (\d+)–(\d+) of ([^<]*)</div>',
+                  r'<div class="rl-muted rl-file">\3 第 \1–\2 行</div>', html)
 
 
 def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,

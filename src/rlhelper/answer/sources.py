@@ -3,6 +3,7 @@ its collection is. Shared by the web page (render.py) and the terminal (terminal
 
     short_trail(doc_title, breadcrumb)  -> ["slime-rl-training (SkillHub capture)", "Issue: OOM During Training"]
     upstream(url)                       -> "NovaSky-AI/SkyRL · docs/.../troubleshooting.mdx"
+    place(doc, 201, 228, doc_title=...) -> "verl/faq.rst, lines 201–228" (a seed: "“verl Troubleshooting”, lines ...")
     collection_note(name)               -> a plain sentence on what the collection holds
 
 A seed file is named by a hash (`000_17cc8c75aeb7db0e.txt`) and a section sits under up to five
@@ -58,6 +59,32 @@ def upstream(url: str | None) -> str:
         return f"{m['repo']} · {m['path']}"
     m = _WEB.match(url)
     return f"{m['host']}{m['path'] or ''}".rstrip("/") if m else ""
+
+
+# A seed file is stored under a number and a content hash ("000_17cc8c75aeb7db0e.txt"): a name for
+# the machine, which says nothing to a reader.
+_STORAGE_NAME = re.compile(r"^\d{3}_[0-9a-f]{16}\.\w+$")
+NO_UPSTREAM = "a community page with no known upstream"
+
+
+def readable_doc(doc: str, doc_title: str = "") -> str:
+    """How a document is named to a reader: its path in its collection, or its title in quotes when
+    the path is a storage name; "" when neither says anything. (Not the upstream path: the line
+    numbers are those of the copy indexed, and a capture's differ from its source's.)"""
+    if doc and not _STORAGE_NAME.match(doc.rsplit("/", 1)[-1]):
+        return doc
+    return f"“{doc_title}”" if doc_title else ""
+
+
+def place(doc: str, line_start: int, line_end: int | None = None, *, doc_title: str = "",
+          same_doc: str | None = None) -> str:
+    """"verl/faq.rst, lines 201–228": a document and lines as a reader names them; "line 446" alone
+    when `same_doc` is the document at hand; "" for a document with no readable name."""
+    lines = f"lines {line_start}–{line_end}" if line_end and line_end != line_start else f"line {line_start}"
+    if same_doc is not None and doc == same_doc:
+        return lines
+    name = readable_doc(doc, doc_title)
+    return f"{name}, {lines}" if name else ""
 
 
 def collection_note(name: str) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..answer.model import Answer
-from ..answer.sources import collection_note, short_trail, twin_label, upstream
+from ..answer.sources import NO_UPSTREAM, collection_note, place, short_trail, twin_label, upstream
 from ..ingest.parse.inline import clean_text as one_line
 from ..ingest.parse.inline import drop_controls
 from ..schema import Hit
@@ -39,27 +39,27 @@ def _citation_lines(answer: Answer) -> list[str]:
     for c in answer.citations:
         lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True)
                      + " › ".join(map(one_line, short_trail(c.doc_title, c.breadcrumb))))
-        lines += source_lines(c.url, c.collection, c.location)
+        lines += source_lines(c.url, c.collection, place(c.doc, c.line_start, c.line_end, doc_title=c.doc_title))
         lines += matched_line(matched.get(c.entry_id))
         for other in c.also_at:
-            lines.append(click.style(f"    also at {one_line(other['doc'])}:{other['line_start']}-{other['line_end']}",
-                                     dim=True))
+            if where := place(other["doc"], other["line_start"], other["line_end"], same_doc=c.doc):
+                lines.append(click.style(f"    also at {one_line(where)}", dim=True))
         lines += _twin_lines(c.twins, c.lang)
     return lines
 
 
 def source_lines(url: str | None, collection: str, location: str) -> list[str]:
     """Where a source lives upstream, what its collection is in plain words, then file and lines."""
-    where = one_line(upstream(url) or "")
+    where = one_line(upstream(url) or ("" if url or collection != "seeds" else NO_UPSTREAM))
     note = f"  ({one_line(collection_note(collection))})" if collection else ""
     first = f"    {where}{note}" if where or collection else ""
     return ([click.style(first, dim=True)] if first else []) + \
-        [click.style(f"    file {one_line(location)}", dim=True) + (f"  {one_line(url)}" if url else "")]
+        [click.style(f"    {one_line(location)}", dim=True) + (f"  {one_line(url)}" if url else "")]
 
 
 def _twin_lines(twins: list[dict], lang: str) -> list[str]:
-    return [click.style(f"    {twin_label(t, lang)}: {one_line(t['heading'])}  {one_line(t['doc'])}:"
-                        f"{t['line_start']}-{t['line_end']}", dim=True)
+    return [click.style(f"    {twin_label(t, lang)}: {one_line(t['heading'])}  "
+                        f"{one_line(place(t['doc'], t['line_start'], t['line_end']))}", dim=True)
             + (f"  {one_line(t['url'])}" if t.get("url") else "") for t in twins]
 
 
@@ -127,7 +127,8 @@ def print_hit_rows(hits: list[Hit]) -> None:
         click.echo(
             click.style(f"{hit.rank:>2}. ", bold=True)
             + f"{one_line(e.heading)}  "
-            + click.style(f"[{one_line(e.framework)}/{one_line(e.lang)}] {one_line(e.doc)}:{e.line_start}-{e.line_end}",
+            + click.style(f"[{one_line(e.framework)}/{one_line(e.lang)}] "
+                          f"{one_line(place(e.doc, e.line_start, e.line_end, doc_title=e.doc_title))}",
                           dim=True)
         )
         if e.url:
