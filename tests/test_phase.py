@@ -99,3 +99,16 @@ def test_each_example_on_the_page_leads_with_a_fitting_entry_and_no_warning(help
     answer = helper.ask(EXAMPLES[n]["text"])
     assert not answer.abstained and not answer.weak_match
     assert any(words in answer.hits[0].entry.heading.lower() for words in FITTING[n]), answer.hits[0].entry.heading
+
+
+# -- "matched:" in the asker's language (issue 29, point 4) ---------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "zh"), [("OOM during rollout vllm verl", False),
+                                              ("weight sync timed out between trainer and sglang", False),
+                                              ("rollout 阶段显存不足怎么办？", True), ("权重同步超时", True)])
+def test_a_matched_question_is_shown_only_in_the_askers_language(helper, question, zh):
+    from rlhelper.index.lexical import has_han
+
+    shown = [h.matched_question for h in helper.search(question, k=8) if h.matched_question]
+    assert all(has_han(q) == zh for q in shown), shown

@@ -207,9 +207,10 @@ class Retriever:
             allowed &= ~np.array([section_key(e) in left_out for e in self.index.entries])
         ranking, signals = self.assess(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
 
+        asker = "zh" if lexical.has_han(normalized.text) else "en"
         hits = [
             Hit(rank=r, score=s, entry=self.whole_section(i), lexical_rank=ranking.lexical_rank(i),
-                dense_rank=ranking.dense_rank(i), matched_question=self.matched_question(ranking, i))
+                dense_rank=ranking.dense_rank(i), matched_question=self.matched_question(ranking, i, asker))
             for r, (i, s) in enumerate(ranking.fused[:k], start=1)
         ]
         model = self.confidence_model
@@ -342,9 +343,10 @@ class Retriever:
         ranked = sorted(scores.items(), key=lambda item: -item[1])[:depth]
         return [r for r, _ in ranked], [s for _, s in ranked]
 
-    def matched_question(self, ranking: Ranking, row: int) -> str | None:
+    def matched_question(self, ranking: Ranking, row: int, lang: str | None = None) -> str | None:
         """The bank question through which `row` (or its twin) ranked where it did, when a question
-        placed it higher than the entry's own text did; None otherwise."""
+        placed it higher than the entry's own text did; None otherwise. With `lang`, only a question
+        in that language is shown: "matched:" in another language than the asker's reads as noise."""
         asked = ranking.asked
         if ranking.pinned and self._group(row) in ranking.pinned:
             return ranking.pinned[self._group(row)]
@@ -356,8 +358,11 @@ class Retriever:
                 found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
             if found:
                 q = min(found)[1]
+                text = asked.bank.texts[q]
                 # A heading or an issue's title asked for its own entry: "matched: <the heading>" says nothing.
-                return None if asked.bank.sources[q] in ("heading", "issue") else asked.bank.texts[q]
+                if asked.bank.sources[q] in ("heading", "issue") or (lang and lexical.has_han(text) != (lang == "zh")):
+                    return None
+                return text
         return None
 
     def one_per_section(self, fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
