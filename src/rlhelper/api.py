@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from . import config
 from .answer.extractive import FRAMEWORK_NAMES, build_answer
 from .answer.model import Answer
+from .catalogue import Phrase
 from .errors import ConfigError, QueryError
 from .schema import Entry, Hit
 from .search import followup
@@ -181,8 +182,11 @@ class Helper:
                               exclude=exclude, users_filters=not moved_to)
         head = " ".join(previous.normalized_query.split())  # what was searched: a pasted log's error line
         head = head if len(head) <= 80 else head[:79] + "…"
-        within = f", in {FRAMEWORK_NAMES.get(moved_to, moved_to)}'s docs" if moved_to else ""
-        notice = f"Read as a follow-up to your previous question (“{head}”){within}."
+        named = FRAMEWORK_NAMES.get(moved_to, moved_to)
+        if moved_to:
+            notice = Phrase("notice.follow_up_in", head=head, framework=named)
+        else:
+            notice = Phrase("notice.follow_up", head=head)
         return dataclasses.replace(answer, query=query, follow_up_of=previous.normalized_query,
                                    notices=[notice, *answer.notices]), moved_to is not None
 
@@ -218,11 +222,9 @@ class Helper:
             record = self._documents.get((collection, doc), {})
             what = changed_since_build(record)
             if what == "changed":
-                notices.append(f"{doc} changed since the index was built, so the cited lines may be off: run "
-                               f"{rebuild_hint(self.index.path, rebuild=False)} to update it.")
+                notices.append(Phrase("notice.doc_changed", doc=doc, hint=rebuild_hint(self.index.path, rebuild=False)))
             elif what == "gone":
-                notices.append(f"{doc} is no longer at {record['source']}: the answer quotes the text indexed "
-                               f"before it was moved or deleted.")
+                notices.append(Phrase("notice.doc_gone", doc=doc, source=record["source"]))
         return notices
 
     @cached_property
@@ -236,8 +238,7 @@ class Helper:
         if unfiltered.abstained or not unfiltered.hits:
             return []
         e = unfiltered.hits[0].entry
-        return [f"Nothing matches within your filters, but outside them “{e.heading}” ({e.framework}, "
-                f"{e.collection}) does: clear the filters to see it."]
+        return [Phrase("notice.outside_filters", heading=e.heading, framework=e.framework, collection=e.collection)]
 
     # -- the LLM-written answer (answer/llm.py) -----------------------------------------
 

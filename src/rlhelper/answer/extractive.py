@@ -19,8 +19,9 @@ import re
 import textwrap
 from collections.abc import Iterable
 
+from ..catalogue import Phrase, say
 from ..schema import MAX_QUOTED_CHARS, Entry, Hit, title_trail
-from .language import ALSO_RELEVANT, language_of
+from .language import language_of
 from .model import RELATED_SHOWN, Answer, AnswerPart, Citation
 from .sources import place
 
@@ -43,11 +44,7 @@ _LABEL_LINE = re.compile(r"^\*\*(?P<label>[^*\n]{1,30}?)\s*[:：]?\s*\*\*\s*[:�
 # Within this fraction of the best fused score, another entry ties and is quoted too.
 TIE_RATIO = 0.99
 MAX_CITED = 2
-WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
-                     "often score as high; check that it fits your case.")
-KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
-# A question asked in Chinese is answered with Chinese labels (the quoted doc text stays as written).
-KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复", "text": ""}
+WEAK_MATCH_NOTICE = Phrase("notice.weak_match")
 # Training frameworks as their docs spell them; frameworks.detect_frameworks keys them in lower case.
 FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
 NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
@@ -130,17 +127,15 @@ def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit],
         return None
     asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
     if wanted[0] not in set(indexed):
-        return (f"Your query is about {asked}, but this index holds no {asked} docs; this entry is from "
-                f"{found}'s docs: its settings and flags may not apply to {asked}.")
-    notice = (f"Your query is about {asked}, but this entry is from {found}'s docs: its settings and flags "
-              f"may not apply to {asked}.")
+        return Phrase("notice.framework_absent", asked=asked, found=found)
+    notice = Phrase("notice.framework_other", asked=asked, found=found)
     own = next((h.entry for h in related if h.entry.framework == wanted[0]), None)
     if own is not None:
-        notice += f" {asked}'s closest entry is listed as related: “{own.heading}”."
+        notice = Phrase("notice.framework_closest", notice=notice, asked=asked, heading=own.heading)
     return notice
 
 
-def capped(body: str, entry: Entry) -> str:
+def capped(body: str, entry: Entry, lang: str = "en") -> str:
     """`body` cut after MAX_QUOTED_CHARS at a line end, with how many lines follow and where."""
     if len(body) <= MAX_QUOTED_CHARS:
         return body
@@ -150,13 +145,14 @@ def capped(body: str, entry: Entry) -> str:
     if sum(line.lstrip().startswith(("```", "~~~")) for line in shown.splitlines()) % 2:
         shown += "\n```"  # the cut fell inside a code block: close it
     more = body.count("\n", cut) + 1
-    where = (place(entry.doc, entry.line_start, entry.line_end, doc_title=entry.doc_title)
-             or f"lines {entry.line_start}–{entry.line_end}") + (f" {entry.url}" if entry.url else "")
-    return f"{shown}\n\n_The entry continues: {more:,} more lines at {where}_"
+    where = (place(entry.doc, entry.line_start, entry.line_end, doc_title=entry.doc_title, lang=lang)
+             or say("place.lines", lang, start=entry.line_start, end=entry.line_end)) + (f" {entry.url}" if entry.url
+                                                                                          else "")
+    return f"{shown}\n\n_{say('answer.continues', lang, n=more, where=where)}_"
 
 
-def parts_for(hit: Hit, number: int) -> list[AnswerPart]:
-    body = capped(_body_without_heading(hit), hit.entry)
+def parts_for(hit: Hit, number: int, lang: str = "en") -> list[AnswerPart]:
+    body = capped(_body_without_heading(hit), hit.entry, lang)
     blocks = split_labelled_blocks(body) or [("text", body)]
     return [AnswerPart(kind=kind, text=block, citation=number) for kind, block in blocks]
 
@@ -171,9 +167,9 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation], lang: st
             current = part.citation
             c = by_number[current]
             trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
-            lead = "" if current == 1 else ALSO_RELEVANT.get(lang, ALSO_RELEVANT["en"])
+            lead = "" if current == 1 else say("answer.also_relevant", lang)
             out.append(f"### {lead}{c.heading} [{current}]\n_{trail}_")
-        title = (KIND_TITLES_ZH if lang == "zh" else KIND_TITLES)[part.kind]
+        title = say(f"kind.{part.kind}", lang)
         label = f"**{title}** [{part.citation}]\n\n" if title else ""
         out.append(f"{label}{part.text}")
     return "\n\n".join(out)
@@ -181,10 +177,7 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation], lang: st
 
 def no_match_text(has_related: bool, lang: str = "en") -> str:
     """The answer's text when nothing answers the query."""
-    if lang == "zh":
-        return "文档中没有与此问题匹配的条目。" + ("下面列出了最接近的条目，它们未必能回答这个问题。" if has_related else "")
-    text = "No matching entry in the docs for this query."
-    return text + (" The nearest entries are listed as related; they may not answer it." if has_related else "")
+    return say("answer.no_match_related" if has_related else "answer.no_match", lang)
 
 
 def build_answer(
@@ -211,7 +204,7 @@ def build_answer(
     cited = cited_hits(hits)
     for number, hit in enumerate(cited, start=1):
         citations.append(citation_for(hit, number))
-        parts.extend(parts_for(hit, number))
+        parts.extend(parts_for(hit, number, language_of(query)))
     text = render_markdown(parts, citations, language_of(query))
     related = [h for h in hits if h not in cited][:RELATED_SHOWN]
     mismatch = framework_notice(named_frameworks or {}, hits[0].entry, related, indexed_frameworks)

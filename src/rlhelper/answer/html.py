@@ -3,19 +3,22 @@
 Document text becomes HTML in markup.py (escaped, http(s) links only); this
 module lays the pieces out and escapes every other value it writes, so a
 heading or a URL from a document can never add markup of its own.
+
+Its own words come from the catalogue, in the asker's language (`lang`: language_of the question),
+and so do the notices, which carry their catalogue key (catalogue.Phrase).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..catalogue import in_language, say
 from ..schema import Entry, Hit, title_trail
-from .language import ALSO_RELEVANT, language_of
+from .language import language_of
 from .markup import code_block, esc, inline, link, markdown_html, preformatted, safe_url  # noqa: F401 (re-exported)
 from .sources import (
-    NO_UPSTREAM,
+    collection_name,
     collection_note,
     place,
     readable_doc,
@@ -39,24 +42,25 @@ def user_html(query: str) -> str:
     text = query or ""
     more = ""
     if len(text) > MAX_QUERY_ECHO:
-        more = f'<div class="rl-muted">… {len(text) - MAX_QUERY_ECHO:,} more characters not shown</div>'
+        more = f'<div class="rl-muted">{esc(say("answer.more_chars", language_of(text), n=len(text) - MAX_QUERY_ECHO))}</div>'
         text = text[:MAX_QUERY_ECHO]
     if "\n" in text.strip():
         return f'<pre class="rl-query">{preformatted(esc(text.strip(chr(10))))}</pre>{more}'
     return f"<p>{esc(text)}</p>{more}"
 
 
-def notices_html(notices: Iterable[str]) -> str:
-    items = [n for n in notices if n]
+def notices_html(notices: Iterable[str], lang: str = "en") -> str:
+    items = [in_language(n, lang) for n in notices if n]
     if not items:
         return ""
     body = "".join(f"<li>{inline(n, links=False)}</li>" for n in items)
     return f'<div class="rl-notices" role="note"><ul>{body}</ul></div>'
 
 
-def error_html(message: str) -> str:
+def error_html(message: str, lang: str = "en") -> str:
     """A one-line error for the user (never a traceback)."""
-    return f'<div class="rl-error" role="alert"><strong>Cannot answer:</strong> {esc(message)}</div>'
+    return (f'<div class="rl-error" role="alert"><strong>{esc(say("answer.cannot", lang))}</strong> '
+            f'{esc(in_language(message, lang))}</div>')
 
 
 def breadcrumb_html(doc_title: str, breadcrumb: list[str]) -> str:
@@ -65,103 +69,116 @@ def breadcrumb_html(doc_title: str, breadcrumb: list[str]) -> str:
     return f'<span title="{esc(" › ".join(title_trail(doc_title, breadcrumb)))}">{shown}</span>'
 
 
-def _location(url: str | None, collection: str = "") -> str:
+def _location(url: str | None, collection: str = "", lang: str = "en") -> str:
     """Where the source lives upstream (repository · path) and, in plain words on hover, what its
     collection is; the file and lines are in the entry's detail (_file_line). A shipped page with
     no upstream says so, rather than leaving a bare collection name."""
     parts = [esc(where)] if (where := upstream(url)) else []
     if collection:
-        parts.append(f'<span class="rl-coll" title="{esc(collection_note(collection))}">{esc(collection)}</span>')
+        parts.append(f'<span class="rl-coll" title="{esc(collection_note(collection, lang))}">'
+                     f'{esc(collection_name(collection, lang))}</span>')
         if not url and collection == "seeds":
-            parts.append(esc(NO_UPSTREAM))
+            parts.append(esc(say("sources.no_upstream", lang)))
     return f'<span class="rl-loc">{" · ".join(parts)}</span>' if parts else ""
 
 
-def _file_line(doc: str, line_start: int, line_end: int, doc_title: str = "") -> str:
-    """"File verl/faq.rst, lines 10–20"; a seed stored under a hash is named by its title."""
+def _file_line(doc: str, line_start: int, line_end: int, doc_title: str = "", lang: str = "en") -> str:
+    """"File verl/faq.rst, lines 10–20"; a seed stored under a hash is named by its title
+    ("Lines 10–20 of “verl Troubleshooting”"); "Lines 10–20" with no readable name."""
     name = readable_doc(doc, doc_title)
-    where = f"File {name}, " if name and not name.startswith("“") else ""
-    of = f" of {name}" if name.startswith("“") else ""
-    return f'<div class="rl-muted rl-file">{esc(where)}{"lines" if where else "Lines"} {line_start}–{line_end}{esc(of)}</div>'
+    if name and not name.startswith("“"):
+        said = say("sources.file_lines", lang, name=name, start=line_start, end=line_end)
+    elif name:
+        said = say("sources.lines_of", lang, name=name, start=line_start, end=line_end)
+    else:
+        said = say("place.lines", lang, start=line_start, end=line_end)
+        said = said[:1].upper() + said[1:]
+    return f'<div class="rl-muted rl-file">{esc(said)}</div>'
 
 
-def entry_html(entry: Entry) -> str:
-    """A whole entry, rendered safely, for the expandable source view."""
-    return f'<div class="rl-entry">{markdown_html(entry.text)}</div>'
+def entry_html(entry: Entry, lang: str = "en") -> str:
+    """A whole entry, rendered safely, for the expandable source view (its copy buttons in `lang`)."""
+    return f'<div class="rl-entry">{markdown_html(entry.text, lang=lang)}</div>'
 
 
 MATCHED_CHARS = 160  # a matched question shown under a source is cut to this
 
 
-def matched_html(question: str | None) -> str:
+def matched_html(question: str | None, lang: str = "en") -> str:
     """"matched: <question>" under a source found through a question of the bank, escaped as
     document text is, cut short."""
     if not question:
         return ""
     text = " ".join(question.split())
     text = text if len(text) <= MATCHED_CHARS else text[:MATCHED_CHARS - 1] + "…"
-    return f'<div class="rl-muted rl-matched">matched: {esc(text)}</div>'
+    return f'<div class="rl-muted rl-matched">{esc(say("sources.matched", lang, question=text))}</div>'
 
 
 def _source_row(number: int | None, title_html: str, url: str | None, location: str, entry: Entry | None,
-                also_at: list[dict] | None = None, twins: list[dict] | None = None, lang: str = "",
-                matched: str | None = None, file_line: str = "", heading: str = "", doc: str = "") -> str:
+                also_at: list[dict] | None = None, twins: list[dict] | None = None, entry_lang: str = "",
+                matched: str | None = None, file_line: str = "", heading: str = "", doc: str = "",
+                lang: str = "en") -> str:
+    """One source: `entry_lang` is the entry's language (its twins are named against it), `lang` the reader's."""
     badge = f'<span class="rl-num">{number}</span>' if number is not None else '<span class="rl-num rl-dot">•</span>'
     head = link(url, title_html, "rl-cite-link")
     also = ""
     if also_at:
-        places = ", ".join(esc(where) for a in also_at[:5]
-                           if (where := place(a.get("doc", ""), a.get("line_start", 0), same_doc=doc)))
-        also = f'<div class="rl-muted">Also at {places}</div>' if places else ""
-    for twin in [t for t in twins or [] if twin_worth_naming(t, heading, lang)]:  # in another language or version
-        where = place(twin["doc"], twin["line_start"], doc_title=twin.get("doc_title", ""))
-        also += (f'<div class="rl-muted rl-twin">{esc(twin_label(twin, lang).capitalize())}: '
+        places = ", ".join(where for a in also_at[:5]
+                           if (where := place(a.get("doc", ""), a.get("line_start", 0), same_doc=doc, lang=lang)))
+        also = f'<div class="rl-muted">{esc(say("sources.also_at", lang, places=places))}</div>' if places else ""
+    for twin in [t for t in twins or [] if twin_worth_naming(t, heading, entry_lang)]:  # another language or version
+        where = place(twin["doc"], twin["line_start"], doc_title=twin.get("doc_title", ""), lang=lang)
+        also += (f'<div class="rl-muted rl-twin">{esc(twin_label(twin, entry_lang, lang) + say("punct.colon", lang))}'
                  f'{link(twin.get("url"), esc(twin["heading"]))}{f" ({esc(where)})" if where else ""}</div>')
     details = ""
     if entry is not None:
-        details = (f'<details class="rl-details"><summary>Show the whole entry</summary>'
-                   f"{file_line}{entry_html(entry)}</details>")
+        details = (f'<details class="rl-details"><summary>{esc(say("sources.show_entry", lang))}</summary>'
+                   f"{file_line}{entry_html(entry, lang)}</details>")
     else:
         location += file_line
     return (f'<div class="rl-cite">{badge}<div class="rl-cite-main"><div class="rl-cite-head">{head}</div>'
-            f"{location}{matched_html(matched)}{also}{details}</div></div>")
+            f"{location}{matched_html(matched, lang)}{also}{details}</div></div>")
 
 
-def citation_html(c: Citation, entry: Entry | None, matched: str | None = None) -> str:
-    return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url, _location(c.url, c.collection),
-                       entry, c.also_at, c.twins, c.lang, matched,
-                       _file_line(c.doc, c.line_start, c.line_end, c.doc_title), c.heading, c.doc)
+def citation_html(c: Citation, entry: Entry | None, matched: str | None = None, lang: str = "en") -> str:
+    return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url,
+                       _location(c.url, c.collection, lang), entry, c.also_at, c.twins, c.lang, matched,
+                       _file_line(c.doc, c.line_start, c.line_end, c.doc_title, lang), c.heading, c.doc, lang)
 
 
-def related_html(hit: Hit) -> str:
+def related_html(hit: Hit, lang: str = "en") -> str:
     e = hit.entry
-    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection), e,
-                       twins=e.twins, lang=e.lang, matched=hit.matched_question,
-                       file_line=_file_line(e.doc, e.line_start, e.line_end, e.doc_title), heading=e.heading,
-                       doc=e.doc)
+    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection, lang),
+                       e, twins=e.twins, entry_lang=e.lang, matched=hit.matched_question,
+                       file_line=_file_line(e.doc, e.line_start, e.line_end, e.doc_title, lang), heading=e.heading,
+                       doc=e.doc, lang=lang)
+
+
+def _titled(title: str, rows: str, klass: str = "rl-sources") -> str:
+    return f'<div class="{klass}"><div class="rl-sources-title">{esc(title)}</div>{rows}</div>'
 
 
 def sources_html(citations: list[Citation], entry_for: Callable[[str], Entry | None],
-                 matched: dict[str, str | None] | None = None) -> str:
+                 matched: dict[str, str | None] | None = None, lang: str = "en") -> str:
     if not citations:
         return ""
-    rows = "".join(citation_html(c, entry_for(c.entry_id), (matched or {}).get(c.entry_id)) for c in citations)
-    return f'<div class="rl-sources"><div class="rl-sources-title">Sources</div>{rows}</div>'
+    rows = "".join(citation_html(c, entry_for(c.entry_id), (matched or {}).get(c.entry_id), lang) for c in citations)
+    return _titled(say("sources.title", lang), rows)
 
 
-def related_block_html(hits: list[Hit], title: str = "Related entries") -> str:
+def related_block_html(hits: list[Hit], title: str | None = None, lang: str = "en") -> str:
+    """The entries found but not quoted, under `title` (default: "Related entries", in `lang`)."""
     if not hits:
         return ""
-    rows = "".join(related_html(h) for h in hits)
-    return f'<div class="rl-sources rl-related"><div class="rl-sources-title">{esc(title)}</div>{rows}</div>'
+    rows = "".join(related_html(h, lang) for h in hits)
+    return _titled(title or say("sources.related", lang), rows, "rl-sources rl-related")
 
 
-def abstained_html(answer: Answer) -> str:
-    intro = ("Nothing in the indexed troubleshooting docs answers this. "
-             + ("The nearest entries are below; they may not answer it." if answer.hits else
-                "Try other words, paste the exact error line, or clear the filters."))
-    block = f'<div class="rl-abstain"><strong>No matching entry in the docs.</strong><p>{esc(intro)}</p></div>'
-    return block + related_block_html(answer.hits)
+def abstained_html(answer: Answer, lang: str = "en") -> str:
+    intro = say("answer.nothing_near" if answer.hits else "answer.nothing_try", lang)
+    block = (f'<div class="rl-abstain"><strong>{esc(say("answer.no_match_title", lang))}</strong>'
+             f"<p>{esc(intro)}</p></div>")
+    return block + related_block_html(answer.hits, lang=lang)
 
 
 def _entries_of(answer: Answer, fallback: Callable[[str], Entry | None] | None) -> Callable[[str], Entry | None]:
@@ -178,24 +195,24 @@ def _entries_of(answer: Answer, fallback: Callable[[str], Entry | None] | None) 
     return entry_for
 
 
-def _literal_headings(citations: list[Citation], refs: dict[int, str | None]) -> dict[str, str]:
+def _literal_headings(citations: list[Citation], refs: dict[int, str | None], lang: str) -> dict[str, str]:
     """Each citation's heading and trail lines, as answer.render_markdown writes them, to HTML that
     shows their text literally: a heading is document text, not Markdown (`Quasar {{7*7}} ${7*7}`
     lost its asterisks to emphasis)."""
     literal = {}
     for c in citations:
         ref = inline(f"[{c.number}]", refs)
-        for lead in ("", *ALSO_RELEVANT.values()):
+        for lead in ("", say("answer.also_relevant", lang)):
             literal[f"### {lead}{c.heading} [{c.number}]"] = f"<h5>{esc(lead + c.heading)} {ref}</h5>"
         trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
         literal[f"_{trail}_"] = f"<p><em>{esc(trail)}</em></p>"
     return literal
 
 
-def body_html(markdown: str, citations: list[Citation]) -> str:
+def body_html(markdown: str, citations: list[Citation], lang: str = "en") -> str:
     """The answer text with its [n] markers as links to the cited sections."""
     refs = {c.number: c.url for c in citations}
-    literal = _literal_headings(citations, refs)
+    literal = _literal_headings(citations, refs, lang)
     out: list[str] = []
     chunk: list[str] = []
     for line in (markdown or "").replace("\r\n", "\n").split("\n"):
@@ -203,9 +220,9 @@ def body_html(markdown: str, citations: list[Citation]) -> str:
         if shown is None:
             chunk.append(line)
             continue
-        out += [markdown_html("\n".join(chunk), refs) if chunk else "", shown]
+        out += [markdown_html("\n".join(chunk), refs, lang=lang) if chunk else "", shown]
         chunk = []
-    out.append(markdown_html("\n".join(chunk), refs) if chunk else "")
+    out.append(markdown_html("\n".join(chunk), refs, lang=lang) if chunk else "")
     return f'<div class="rl-body">{"".join(out)}</div>'
 
 
@@ -219,71 +236,57 @@ def _cut_at_word(text: str, limit: int) -> str:
     return head[:space].rstrip() if space > limit * 4 // 5 else head
 
 
+def _whole_lines(text: str, limit: int, lang: str) -> str:
+    """The lines of `text` that fit in `limit` characters, whole, and how many more there are; a
+    first line longer than that is cut at a word. A preview never stops in the middle of a line
+    it goes on to show."""
+    lines = text.split("\n")
+    shown: list[str] = []
+    for line in lines:
+        if shown and sum(len(s) + 1 for s in shown) + len(line) > limit:
+            break
+        shown.append(line if len(line) <= limit else _cut_at_word(line, limit) + " …")
+    left = len(lines) - len(shown)
+    return "\n".join(shown) + ("\n" + say("answer.more_lines", lang, n=left, s="" if left == 1 else "s") if left else "")
+
+
 def searched_html(answer: Answer) -> str:
     """For a pasted log, the lines actually searched (shown with the query, never in the answer,
     which holds doc text only): the echo of a long paste shows only its head."""
     if "\n" not in answer.query.strip() or answer.normalized_query.strip() == answer.query.strip():
         return ""
-    searched = answer.normalized_query
-    shown = searched if len(searched) <= SEARCHED_CHARS else _cut_at_word(searched, SEARCHED_CHARS) + " …"
-    return f'<div class="rl-searched">Searched for: <code>{esc(shown)}</code></div>'
+    lang = language_of(answer.query)
+    shown = _whole_lines(answer.normalized_query, SEARCHED_CHARS, lang)
+    return f'<div class="rl-searched">{esc(say("answer.searched_for", lang))} <code>{esc(shown)}</code></div>'
 
 
-def link_html(search: str) -> str:
+def link_html(search: str, lang: str = "en") -> str:
     """A link that asks the question again (`search` is the query string, "?q=..."), to share it.
     It opens a new tab: following it here would end this conversation."""
     return (f'<div class="rl-link"><a href="{esc(search)}" target="_blank" rel="noopener noreferrer">'
-            'Link to this question</a></div>')
-
-
-# The page's own words in an answer, in Chinese for a question asked in Chinese. Each key is a piece
-# of this module's own markup (never document text, which is escaped and carries no such tags).
-CHINESE_MARKUP = {
-    '<div class="rl-sources-title">Sources</div>': '<div class="rl-sources-title">来源</div>',
-    '<div class="rl-sources-title">Also related (not quoted above)</div>':
-        '<div class="rl-sources-title">其他相关条目（上文未引用）</div>',
-    '<div class="rl-sources-title">Related entries</div>': '<div class="rl-sources-title">相关条目</div>',
-    "<summary>Show the whole entry</summary>": "<summary>查看完整条目</summary>",
-    '<strong>No matching entry in the docs.</strong>': "<strong>文档中没有匹配的条目。</strong>",
-    "Nothing in the indexed troubleshooting docs answers this. The nearest entries are below; they may not answer it.":
-        "已索引的排障文档中没有能回答这个问题的内容。下面是最接近的条目，它们未必能回答。",
-    "Nothing in the indexed troubleshooting docs answers this. Try other words, paste the exact error line, or clear "
-    "the filters.": "已索引的排障文档中没有能回答这个问题的内容。请换个说法、贴上完整的报错行，或清除筛选条件。",
-    'title="Copy to clipboard">Copy</button>': 'title="复制到剪贴板">复制</button>',
-    '<div class="rl-muted rl-file">File ': '<div class="rl-muted rl-file">文件 ',
-}
-
-
-def in_language(html: str, lang: str) -> str:
-    """The answer's own labels in `lang` (en: as written; zh: CHINESE_MARKUP)."""
-    if lang != "zh":
-        return html
-    for english, chinese in CHINESE_MARKUP.items():
-        html = html.replace(english, chinese)
-    html = re.sub(r'(<div class="rl-muted rl-file">文件 [^<]*?), lines (\d+)–(\d+)</div>', r"\1，第 \2–\3 行</div>", html)
-    return re.sub(r'<div class="rl-muted rl-file">Lines (\d+)–(\d+) of ([^<]*)</div>',
-                  r'<div class="rl-muted rl-file">\3 第 \1–\2 行</div>', html)
+            f'{esc(say("answer.link", lang))}</a></div>')
 
 
 def answer_html(answer: Answer, *, text: str | None = None, final: bool = True,
                 entry_for: Callable[[str], Entry | None] | None = None) -> str:
-    """The assistant message for an Answer.
+    """The assistant message for an Answer, its own words in the question's language.
 
     `text` overrides the body (a partial answer while streaming); `final`
     adds the sources (or the related entries when the answer abstained).
     """
-    parts = [notices_html(answer.notices)]
+    lang = language_of(answer.query)
+    parts = [notices_html(answer.notices, lang)]
     if answer.abstained:
-        parts.append(abstained_html(answer))
+        parts.append(abstained_html(answer, lang))
     else:
-        parts.append(body_html(answer.text if text is None else text, answer.citations))
+        parts.append(body_html(answer.text if text is None else text, answer.citations, lang))
         if final:
             parts.append(sources_html(answer.citations, _entries_of(answer, entry_for),
-                                      {h.entry.id: h.matched_question for h in answer.hits}))
-            parts.append(related_block_html(answer.runners_up(), "Also related (not quoted above)"))
+                                      {h.entry.id: h.matched_question for h in answer.hits}, lang))
+            parts.append(related_block_html(answer.runners_up(), say("sources.also_related", lang), lang))
         else:
             parts.append('<div class="rl-muted rl-pending">…</div>')
-    return in_language(f'<div class="rl-answer">{"".join(parts)}</div>', language_of(answer.query))
+    return f'<div class="rl-answer" lang="{lang}">{"".join(parts)}</div>'
 
 
 # -- notebooks ------------------------------------------------------------------------------

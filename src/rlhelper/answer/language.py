@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from ..index.lexical import has_han
 
-ALSO_RELEVANT = {"en": "Also relevant: ", "zh": "另见："}
-
 
 def language_of(query: str) -> str:
     """"zh" for a question written in Chinese (any Han character), else "en": the answer's labels."""

@@ -24,9 +24,11 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ..catalogue import Phrase
 from ..schema import Hit
 from .extractive import citation_for, no_match_text
 from .grounding import check_citations, unverified_tokens
+from .language import language_of
 from .llm_client import (
     LLMSettings,
     NoAnswerFilter,
@@ -244,9 +246,9 @@ def merge_into_answer(base: Answer, result: LLMResult, settings: LLMSettings) ->
     if result.fallback:
         return dataclasses.replace(base, notices=[*base.notices, *result.messages])
     if result.declined:
-        return dataclasses.replace(base, abstained=True, text=no_match_text(bool(base.hits)), parts=[],
-                                   citations=[], weak_match=False, notices=[*base.notices, *result.messages])
-    written_by = f"Written by the LLM {settings.model!r} from the numbered sources; check commands against them."
+        return dataclasses.replace(base, abstained=True, text=no_match_text(bool(base.hits), language_of(base.query)),
+                                   parts=[], citations=[], weak_match=False, notices=[*base.notices, *result.messages])
+    written_by = Phrase("notice.llm_written", model=settings.model)
     return dataclasses.replace(
         base,
         text=result.text,

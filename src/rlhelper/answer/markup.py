@@ -22,6 +22,8 @@ import textwrap
 from functools import cache
 from urllib.parse import unquote
 
+from ..catalogue import say
+
 MAX_HIGHLIGHT = 20_000  # characters of one code block given colours; a longer one is shown plain
 
 
@@ -125,13 +127,15 @@ def preformatted(escaped: str) -> str:
     return escaped.replace("\r", "").replace("\n", "&#10;")
 
 
-def code_block(code: str, lang: str | None = None) -> str:
-    """<pre><code class="language-x"> with highlighting and a copy button (wired by the page's script)."""
+def code_block(code: str, lang: str | None = None, reader: str = "en") -> str:
+    """<pre><code class="language-x"> with highlighting and a copy button (wired by the page's script),
+    its words in the `reader`'s language (data-done: what it says once it has copied)."""
     language = code_language(lang)
     klass = f' class="language-{language}"' if language else ""
     label = f'<span class="rl-lang">{esc(language)}</span>' if language else ""
     return (
-        f'<div class="rl-code">{label}<button class="rl-copy" type="button" title="Copy to clipboard">Copy</button>'
+        f'<div class="rl-code">{label}<button class="rl-copy" type="button" title="{esc(say("answer.copy_title", reader))}"'
+        f' data-done="{esc(say("answer.copied", reader))}">{esc(say("answer.copy", reader))}</button>'
         f"<pre><code{klass}>{preformatted(highlight(code.strip(chr(10)), lang))}</code></pre></div>"
     )
 
@@ -175,7 +179,8 @@ def _render_rules() -> dict:
         "text": lambda self, tokens, idx, options, env: esc(tokens[idx].content),
         "code_inline": lambda self, tokens, idx, options, env: f"<code>{esc(tokens[idx].content)}</code>",
         "fence": lambda self, tokens, idx, options, env: code_block(tokens[idx].content,
-                                                                    (tokens[idx].info.split() or [""])[0]),
+                                                                    (tokens[idx].info.split() or [""])[0],
+                                                                    env.get("lang", "en")),
         "image": lambda self, tokens, idx, options, env: esc(f"![{tokens[idx].content}]({tokens[idx].attrGet('src')})"),
         "softbreak": lambda self, tokens, idx, options, env: " ",
         "hardbreak": lambda self, tokens, idx, options, env: "<br>",
@@ -246,13 +251,14 @@ def _source(text: str) -> str:
     return (text or "").replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
 
 
-def markdown_html(text: str, refs: dict[int, str | None] | None = None) -> str:
+def markdown_html(text: str, refs: dict[int, str | None] | None = None, *, lang: str = "en") -> str:
     """Markdown or rst source to safe HTML on one physical line (see preformatted for why).
 
-    `refs` maps citation numbers to URLs: "[n]" becomes a numbered link.
+    `refs` maps citation numbers to URLs: "[n]" becomes a numbered link. `lang`: the reader's
+    language, for the copy buttons' words (the document's text stays as written).
     """
     # An entry cut from inside a list is indented as a whole: its own indentation means nothing.
-    rendered = _parser().render(textwrap.dedent(_source(text)), {"refs": refs or {}, "links": True})
+    rendered = _parser().render(textwrap.dedent(_source(text)), {"refs": refs or {}, "links": True, "lang": lang})
     return rendered.replace("\n", "")  # only the renderer's own line ends: text and code carry none
 
 

@@ -5,6 +5,9 @@ its collection is. Shared by the web page (render.py) and the terminal (terminal
     upstream(url)                       -> "NovaSky-AI/SkyRL · docs/.../troubleshooting.mdx"
     place(doc, 201, 228, doc_title=...) -> "verl/faq.rst, lines 201–228" (a seed: "“verl Troubleshooting”, lines ...")
     collection_note(name)               -> a plain sentence on what the collection holds
+    collection_name(name)               -> how a collection is named beside a source ("seeds", "社区指南")
+
+Each takes the reader's language (`lang`, "en" or "zh"); the words are the catalogue's.
 
 A seed file is named by a hash (`000_17cc8c75aeb7db0e.txt`) and a section sits under up to five
 headings ("... › Skill Companion Files › references/troubleshooting.md › ..."); neither tells a
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from ..catalogue import WORDS, say
 from ..index.lexical import has_han
 from ..schema import title_trail
 
@@ -23,21 +27,17 @@ _GITHUB = re.compile(r"^https://github\.com/(?P<repo>[^/\s]+/[^/\s]+)/(?:blob|tr
 _WEB = re.compile(r"^https?://(?P<host>[^/\s?#]+)(?P<path>/[^#?\s]*)?")
 SHORT_HEADING_WORDS = 2  # a heading this short ("Fix", "Solution") keeps its parent beside it
 
-COLLECTION_NOTES = {
-    "seeds": "Seed guides: troubleshooting pages gathered from community repositories and captures",
-    "official": "Official docs: pages copied from the frameworks' own repositories",
-}
 
-COLLECTION_LABELS = {
-    "seeds": "seed guides (community troubleshooting pages)",
-    "official": "official docs (the frameworks' own pages)",
-}
+def _shipped(name: str, what: str) -> str | None:
+    """The catalogue's key for a shipped collection's `what` (name, note), or None."""
+    key = f"collection.{name}.{what}"
+    return key if key in WORDS else None
 
 
-def collections_in_words(names: list[str]) -> str:
+def collections_in_words(names: list[str], lang: str = "en") -> str:
     """"seed guides (community troubleshooting pages) and official docs (...)" for a page's header."""
-    words = [COLLECTION_LABELS.get(n, n) for n in names]
-    return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+    words = [say(key, lang) if (key := _shipped(n, "words")) else n for n in names]
+    return say("list.and", lang).join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
 
 
 def short_trail(doc_title: str, breadcrumb: list[str]) -> list[str]:
@@ -64,7 +64,7 @@ def upstream(url: str | None) -> str:
 # A seed file is stored under a number and a content hash ("000_17cc8c75aeb7db0e.txt"): a name for
 # the machine, which says nothing to a reader.
 _STORAGE_NAME = re.compile(r"^\d{3}_[0-9a-f]{16}\.\w+$")
-NO_UPSTREAM = "a community page with no known upstream"
+NO_UPSTREAM = say("sources.no_upstream")
 
 
 def readable_doc(doc: str, doc_title: str = "") -> str:
@@ -77,30 +77,41 @@ def readable_doc(doc: str, doc_title: str = "") -> str:
 
 
 def place(doc: str, line_start: int, line_end: int | None = None, *, doc_title: str = "",
-          same_doc: str | None = None) -> str:
+          same_doc: str | None = None, lang: str = "en") -> str:
     """"verl/faq.rst, lines 201–228": a document and lines as a reader names them; "line 446" alone
     when `same_doc` is the document at hand; "" for a document with no readable name."""
-    lines = f"lines {line_start}–{line_end}" if line_end and line_end != line_start else f"line {line_start}"
+    lines = (say("place.lines", lang, start=line_start, end=line_end) if line_end and line_end != line_start
+             else say("place.line", lang, start=line_start))
     if same_doc is not None and doc == same_doc:
         return lines
     name = readable_doc(doc, doc_title)
-    return f"{name}, {lines}" if name else ""
+    return say("place.in_doc", lang, name=name, lines=lines) if name else ""
 
 
-def collection_note(name: str) -> str:
-    return COLLECTION_NOTES.get(name, f"Your collection “{name}”: documents you ingested") if name else ""
+def collection_note(name: str, lang: str = "en") -> str:
+    """What a collection holds, in a sentence (a source's tooltip, the terminal's note)."""
+    if not name:
+        return ""
+    key = _shipped(name, "note")
+    return say(key, lang) if key else say("collection.own.note", lang, name=name)
+
+
+def collection_name(name: str, lang: str = "en") -> str:
+    """A collection as named beside a source: a shipped one in the reader's language, yours as you named it."""
+    key = _shipped(name, "name")
+    return say(key, lang) if key else name
 
 
 # --- twins: the same section in another language or version (ingest.twins links them) ---
 
-LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
-
-
-def twin_label(twin: dict, lang: str) -> str:
-    """How a twin of a section in `lang` is introduced: "also in English", or "another version"."""
+def twin_label(twin: dict, lang: str, reader: str = "en") -> str:
+    """How a twin of a section in `lang` is introduced to a reader of `reader`: "Also in English", or
+    "Another version"."""
     if twin.get("lang") and twin["lang"] != lang:
-        return f"also in {LANGUAGE_NAMES.get(twin['lang'], twin['lang'])}"
-    return "another version"
+        language = twin["lang"]
+        named = say(f"language.{language}", reader) if f"language.{language}" in WORDS else language
+        return say("sources.also_in", reader, language=named)
+    return say("sources.another_version", reader)
 
 
 def twin_worth_naming(twin: dict, heading: str, lang: str) -> bool:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..catalogue import Phrase, plural
 from .frameworks import detect_frameworks
 from .phase import phase_asked, phase_of_frame
 
@@ -432,7 +433,7 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
     scanned = _tail(raw, MAX_SCAN_CHARS)
     frameworks = detect_frameworks(raw if scanned is raw else raw[:HEAD_HINT_CHARS] + "\n" + scanned)
     text, removed = _clean_characters(scanned)
-    notices = [f"Removed {removed:,} control character{_s(removed)} from the query."] if removed else []
+    notices = [Phrase("notice.controls_removed", n=removed, s=plural(removed))] if removed else []
     lines = text.split("\n")
     scanned_lines = lines[-MAX_SCAN_LINES:]
 
@@ -443,34 +444,29 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
     truncated = False
     if scanned is not raw or len(lines) > MAX_SCAN_LINES:
         truncated = True
-        what = f"{len(raw):,} characters" if scanned is not raw else f"{len(lines):,} lines"
-        notices_after.append(
-            f"The query was {what}; searched the error lines found in its last "
-            f"{len(chr(10).join(scanned_lines)):,} characters (a log ends with its errors), "
-            f"at most {max_chars:,} characters of signature."
-        )
+        size = Phrase("notice.size_chars", n=len(raw)) if scanned is not raw else Phrase("notice.size_lines",
+                                                                                          n=len(lines))
+        notices_after.append(Phrase("notice.log_cut", size=size, tail=len(chr(10).join(scanned_lines)), most=max_chars))
     kept, clipped, context, phase = _extract(scanned_lines)
     signature, left_out = _signature(kept, max_chars)
     if clipped:
         truncated = True
-        notices_after.append(f"{clipped:,} very long line{_s(clipped)} cut to their first {MAX_LINE_CHARS:,} characters.")
+        notices_after.append(Phrase("notice.long_lines_cut", n=clipped, s=plural(clipped), most=MAX_LINE_CHARS))
     if left_out:
         truncated = True
-        notices_after.append(
-            f"Searched the {len(signature):,} most telling error line{_s(len(signature))} "
-            f"({max_chars:,} characters at most); {left_out:,} other error line{_s(left_out)} left out."
-        )
+        notices_after.append(Phrase("notice.lines_left_out", n=len(signature), s=plural(len(signature)),
+                                    most=max_chars, left=left_out, left_s=plural(left_out)))
     errors_found = len({_dedup_key(k.text) for k in kept if k.tier <= 1})
     searched = sum(block.count("\n") + 1 for block in signature)
     if signature and errors_found:
-        counted = f"{errors_found:,} error line{_s(errors_found)}"
+        counted = Phrase("notice.error_lines", n=errors_found, s=plural(errors_found))
         if searched > errors_found:  # an exception's message lines, warnings: say what was searched
-            counted = f"{searched:,} lines, {counted}"
-        notices.append(f"Pasted log detected: searched its error signature ({counted}, last error first).")
+            counted = Phrase("notice.lines_with_errors", lines=searched, errors=counted)
+        notices.append(Phrase("notice.log_errors", counted=counted))
     elif signature and any(k.tier in (2, 3) for k in kept):
-        notices.append("Pasted log detected: no error line in it, searched its warnings.")
+        notices.append(Phrase("notice.log_warnings"))
     elif signature:
-        notices.append("Pasted log detected: no error line in it, searched its last lines.")
+        notices.append(Phrase("notice.log_last_lines"))
     return NormalizedQuery("\n".join(signature), truncated, notices + notices_after, frameworks, True, context,
                            _detail(signature[0]) if signature else "", phase)
 
@@ -482,7 +478,7 @@ def _plain_query(raw: str, max_chars: int, notices: list[str], frameworks: dict[
     truncated = len(plain) > max_chars or len(raw) > max_chars * 4
     if truncated:
         plain = _cut(plain, max_chars)
-        notices = notices + [f"The query was {len(raw):,} characters; searched its first {len(plain):,}."]
+        notices = notices + [Phrase("notice.head_searched", n=len(raw), kept=len(plain))]
     return NormalizedQuery(plain, truncated, notices, frameworks, False, detail=_detail(plain),
                            phase=phase_asked(plain) or "")
 
@@ -494,7 +490,3 @@ def _tail(raw: str, limit: int) -> str:
     tail = raw[-limit:]
     newline = tail.find("\n")
     return tail[newline + 1 :] if 0 <= newline < 10_000 else tail
-
-
-def _s(count: int) -> str:
-    return "" if count == 1 else "s"
