@@ -83,7 +83,7 @@ def test_a_follow_up_that_only_names_an_engine_is_the_question_moved_there(helpe
 
 def test_a_framework_whose_docs_do_not_answer_the_follow_up_says_so(helper):
     follow = helper.ask("what about verl?", previous=helper.ask(WEIGHT_SYNC))
-    assert follow.abstained and follow.notices[0].endswith("in verl's docs.")
+    assert follow.abstained and follow.notices[0].endswith(": verl's docs have no entry on it.")
     assert all(hit.entry.framework == "verl" for hit in follow.hits)  # the related entries are verl's
 
 
@@ -101,10 +101,21 @@ def test_other_messages_are_never_answered_with_the_last_topic(helper, message):
     assert not any(n.startswith("Read as a follow-up") for n in answer.notices)
 
 
-def test_a_follow_up_to_an_abstained_answer_is_searched_alone(helper):
-    nothing = helper.ask("how do i bake bread")
+NO_MATCH = "How do I log rollouts to Weights & Biases tables?"
+
+
+def test_a_follow_up_to_a_no_match_is_read_with_it_and_says_when_that_framework_has_nothing(helper):
+    """Issue 29, point 8: searched alone, "what about slime?" quoted slime's Installation section as if
+    it answered; it asks the question before it of slime's docs, which have nothing on it."""
+    nothing = helper.ask(NO_MATCH)
     assert nothing.abstained
-    assert helper.ask("what about slime?", previous=nothing) == helper.ask("what about slime?")
+    slime = helper.ask("what about slime?", previous=nothing)
+    assert slime.follow_up_of == nothing.normalized_query and slime.abstained
+    assert slime.notices[0] == f"Read as a follow-up to your previous question (“{NO_MATCH}”): slime's docs have no " \
+                               "entry on it."
+    assert all(hit.entry.framework == "slime" for hit in slime.hits)
+    for alone in ("ppo", "how do i bake bread"):  # no cue: a no-match is no topic to glue a message to
+        assert helper.ask(alone, previous=nothing) == helper.ask(alone)
 
 
 def test_a_follow_up_to_a_pasted_traceback_names_its_error_line(helper):
@@ -152,7 +163,10 @@ def test_a_follow_up_of_a_follow_up_keeps_the_first_question(helper):
 def test_small_talk_gets_a_word_back_not_a_search():
     assert smalltalk.reply("thanks") and smalltalk.reply("Thank you so much!") and smalltalk.reply("ok")
     assert "很高兴" in smalltalk.reply("谢谢！")
-    for question in ("thanks, but it still OOMs", "CUDA out of memory", "ok so why is the reward nan", "nan loss"):
+    for done in ("ok thanks, that fixed it", "that did the trick, thanks!", "Solved it, cheers", "好了，解决了，谢谢"):
+        assert smalltalk.reply(done), done  # issue 29, point 8: searched, these found "No matching entry"
+    for question in ("thanks, but it still OOMs", "CUDA out of memory", "ok so why is the reward nan", "nan loss",
+                     "thanks, that fixed the OOM but now the reward is nan", "it is not fixed"):
         assert smalltalk.reply(question) is None
 
 

@@ -66,11 +66,10 @@ def hrefs(html: str) -> list[str]:
 # -- answers --------------------------------------------------------------------------------
 
 
-def test_a_follow_up_in_the_same_chat_is_read_with_the_last_answered_question(helper):
+def test_a_follow_up_in_the_same_chat_is_read_with_the_last_question(helper):
     steps, session = run(helper, WEIGHT_SYNC)
     assert session["previous"] is not None and not session["previous"].abstained
-    steps, session = run(helper, "how do i bake bread", session=session, history=steps[-1])  # abstains
-    assert session["previous"].query == WEIGHT_SYNC  # an abstained answer is nothing to follow up on
+    steps, session = run(helper, "thanks!", session=session, history=steps[-1])  # small talk keeps the topic
     steps, session = run(helper, "what about slime?", session=session, history=steps[-1])
     html = final_html(steps)
     assert "Read as a follow-up to your previous question" in html and "in slime&#x27;s docs" in html
@@ -80,6 +79,17 @@ def test_a_follow_up_in_the_same_chat_is_read_with_the_last_answered_question(he
     assert web_session.new_session()["previous"] is None  # the bin icon clears it with the chat
     steps, _ = run(helper, "what about slime?")  # a new chat: searched on its own
     assert "Read as a follow-up" not in final_html(steps)
+
+
+def test_a_follow_up_after_no_match_is_read_with_that_question(helper):
+    """Issue 29, point 8: the chat keeps a no-match answer as what a follow-up reads with; "what about
+    slime?" then says slime's docs have nothing rather than quoting slime's Installation section."""
+    steps, session = run(helper, WEIGHT_SYNC)
+    steps, session = run(helper, "how do i bake bread", session=session, history=steps[-1])  # abstains
+    steps, session = run(helper, "what about slime?", session=session, history=steps[-1])
+    html = final_html(steps)
+    assert "Read as a follow-up to your previous question (“how do i bake bread”)" in html
+    assert "slime&#x27;s docs have no entry on it" in html and 'class="rl-abstain"' in html
 
 
 def test_answer_streams_in_then_shows_numbered_citations(helper):

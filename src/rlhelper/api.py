@@ -158,17 +158,20 @@ class Helper:
         return alone or self._answer(query, **search)
 
     def _may_follow(self, query: str, previous: Answer | None) -> bool:
-        """Only a short message with a word the docs use, after an answer that found an entry:
-        "thanks" or a new question must never get the last topic's entries."""
-        return previous is not None and not previous.abstained and followup.is_short(query) \
-            and followup.knows_a_word(query, self.index.bm25.vocabulary)
+        """Only a short message with a word the docs use: "thanks" or a new question must never get
+        the last topic's entries. After a no-match answer, only one that says it follows ("what
+        about slime?" asks that question of slime's docs; searched alone it quoted "Installation")."""
+        if previous is None or not followup.is_short(query) \
+                or not followup.knows_a_word(query, self.index.bm25.vocabulary):
+            return False
+        return not previous.abstained or followup.has_cue(query)
 
     def _read_as_follow_up(self, query: str, previous: Answer, **search) -> tuple[Answer, bool]:
         """The previous question asked again with this message, among the entries it did not quote;
         and whether the message moved it to another framework ("what about slime?")."""
         moved_to = followup.framework_named(query)
-        if moved_to not in self.frameworks or search["framework"] \
-                or moved_to in {hit.entry.framework for hit in previous.hits[:1]}:
+        answered_in = set() if previous.abstained else {hit.entry.framework for hit in previous.hits[:1]}
+        if moved_to not in self.frameworks or search["framework"] or moved_to in answered_in:
             moved_to = None
         if moved_to:
             search = {**search, "framework": moved_to}  # that framework's entries, not a boost
@@ -178,15 +181,17 @@ class Helper:
         quoted = {h.entry.id: h.entry for h in previous.hits}
         exclude = [c.entry_id for c in previous.citations
                    if not (previous.follow_up_of and (e := quoted.get(c.entry_id)) and followup.in_heading(query, e))]
-        answer = self._answer(followup.read_with(query, previous.normalized_query), **search,
-                              exclude=exclude, users_filters=not moved_to)
+        searched = followup.read_with(query, previous.normalized_query, moved_to if previous.abstained else None)
+        answer = self._answer(searched, **search, exclude=exclude, users_filters=not moved_to)
         head = " ".join(previous.normalized_query.split())  # what was searched: a pasted log's error line
         head = head if len(head) <= 80 else head[:79] + "…"
         named = FRAMEWORK_NAMES.get(moved_to, moved_to)
-        if moved_to:
-            notice = Phrase("notice.follow_up_in", head=head, framework=named)
-        else:
+        if not moved_to:
             notice = Phrase("notice.follow_up", head=head)
+        elif answer.abstained:  # that framework's docs have nothing: said, not left to "No matching entry"
+            notice = Phrase("notice.follow_up_none_in", head=head, framework=named)
+        else:
+            notice = Phrase("notice.follow_up_in", head=head, framework=named)
         return dataclasses.replace(answer, query=query, follow_up_of=previous.normalized_query,
                                    notices=[notice, *answer.notices]), moved_to is not None
 
@@ -334,7 +339,7 @@ def _learnable_entries(answer: Answer) -> list[Entry]:
 class Conversation:
     """Messages answered in turn, each read with the answer before it when it is a follow-up
     (`Helper.ask(previous=...)`): what `rlhelper chat` keeps. (The web chat keeps its own
-    `previous` in the browser session, and only an answer that found an entry.)"""
+    `previous` in the browser session, the same way.)"""
 
     def __init__(self, helper: Helper, **search):
         self.helper = helper

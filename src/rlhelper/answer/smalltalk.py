@@ -15,9 +15,12 @@ MAX_WORDS = 6
 _THANKS = frozenset("thanks thank thx ty cheers appreciated appreciate 谢谢 多谢 感谢 谢了 谢谢你".split())
 _HELLO = frozenset("hi hello hey 你好 您好 嗨".split())
 _BYE = frozenset("bye goodbye later 再见 拜拜".split())
+# "that fixed it", "did the trick", "solved": how people say the answer worked, thanked for as thanks
+# (issue 29: "ok thanks, that fixed it" was searched and found "No matching entry").
+_WORKED = frozenset("fixed solved resolved sorted trick works worked helped 有用 解决 搞定 成功".split())
 _FILLER = frozenset(
-    "you so much a lot very great ok okay cool nice perfect awesome got it that works worked now helped "
-    "this good many again all for the help see 好的 好 了 非常 太 啦 哈 呀 明白 懂 收到 有用 解决".split())
+    "you so much a lot very great ok okay cool nice perfect awesome got it that now did the makes sense "
+    "this good many again all for the help see 好的 好 了 非常 太 啦 哈 呀 明白 懂 收到 可以".split()) | _WORKED
 _WORD = re.compile(r"[a-z]+|[\u3400-\u9fff]+")
 _CHINESE = re.compile(r"[\u3400-\u9fff]")
 
@@ -61,6 +64,6 @@ def reply(message: str) -> str | None:
         return None
     if any(w not in _THANKS | _HELLO | _BYE | _FILLER for w in words):
         return None
-    kind = ("thanks" if any(w in _THANKS for w in words) else "hello" if any(w in _HELLO for w in words)
+    kind = ("thanks" if any(w in _THANKS | _WORKED for w in words) else "hello" if any(w in _HELLO for w in words)
             else "bye" if any(w in _BYE for w in words) else "ack")
     return REPLIES[(kind, "zh" if _CHINESE.search(message) else "en")]

@@ -48,15 +48,14 @@ MISSING_DOCUMENTS = "the index holds no document named"
 
 def asked_before(helper, previous: str | list[str], **search):
     """The answer a conversation's earlier messages leave as `previous`, as the web chat keeps it:
-    the last one that found an entry; small talk is not searched."""
+    the last one searched, found or not; small talk is not searched."""
     from ..answer.smalltalk import reply
 
     answer = None
     for message in [previous] if isinstance(previous, str) else previous:
         if reply(message) is not None:
             continue
-        found = helper.ask(message, previous=answer, **search)
-        answer = found if not found.abstained else answer
+        answer = helper.ask(message, previous=answer, **search)
     return answer
 
 

@@ -18,6 +18,7 @@ from ..answer import smalltalk
 from ..answer.extractive import render_markdown
 from ..answer.language import language_of
 from ..answer.model import Answer
+from ..catalogue import Phrase, say
 from ..errors import RlhelperError
 from .arguments import LINK_MAX_CHARS, filter_value, question_link
 from .llm_view import out_of_time, written_steps
@@ -62,10 +63,8 @@ def within(deadline: float, fn: Callable, *args, **kwargs):
     return box["value"]
 
 
-def cut_html(budget: float) -> str:
-    return render.error_html(
-        f"rlhelper stopped working on this answer after {budget:g} s, the time one answer may take on this "
-        "server. Try a shorter or more specific question, or a framework filter.")
+def cut_html(budget: float, lang: str = "en") -> str:
+    return render.error_html(Phrase("error.out_of_time", budget=budget), lang)
 
 
 def _bounded_html(answer: Answer, deadline: float, entry_for) -> str:
@@ -74,8 +73,7 @@ def _bounded_html(answer: Answer, deadline: float, entry_for) -> str:
     if len(html) > MAX_HTML_CHARS:  # the sources without their whole entries, no related ones
         html = within(deadline, render.answer_html, dataclasses.replace(answer, hits=[]), entry_for=None)
     if len(html) > MAX_HTML_CHARS:
-        html = render.error_html(f"This answer is too large to show ({len(html) / 1e6:.1f} MB of HTML). "
-                                 "Ask `rlhelper ask` in a terminal, or narrow the question.")
+        html = render.error_html(Phrase("error.too_large", mb=len(html) / 1e6), language_of(answer.query))
     return html
 
 
@@ -95,6 +93,7 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
     history = list(history or [])
     session = session if session is not None else new_session()
     query = message or ""
+    lang = language_of(query)  # of everything rlhelper says around the answer
     if not query.strip():
         history.append(_message("assistant", render.error_html(
             "The query is empty: paste an error message, a traceback or a question.")))
@@ -105,29 +104,29 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         history.append(_message("assistant", f'<div class="rl-answer rl-smalltalk"><p>{render.esc(courtesy)}</p></div>'))
         yield history, session
         return
-    history.append(_message("assistant", '<div class="rl-answer rl-muted">Searching the docs…</div>'))
+    history.append(_message("assistant", f'<div class="rl-answer rl-muted">{render.esc(say("answer.searching", lang))}</div>'))
     yield history, session
     try:
         answer = within(deadline, helper.ask, query, k=TOP_K, framework=filter_value(framework),
                         collection=filter_value(collection), previous=session.get("previous"))
     except OutOfTime:
         log.warning("answering %r took more than %g s: cut", query[:200], budget)
-        history[-1] = _message("assistant", cut_html(budget))
+        history[-1] = _message("assistant", cut_html(budget, lang))
         yield history, session
         return
     except RlhelperError as err:
-        history[-1] = _message("assistant", render.error_html(str(err)))
+        history[-1] = _message("assistant", render.error_html(str(err), lang))
         yield history, session
         return
     except Exception:  # a bug: the traceback goes to the server log, the user gets one line
         log.exception("answering %r failed", query[:200])
-        history[-1] = _message("assistant", render.error_html(
-            "Something went wrong inside rlhelper; the details are in the server log."))
+        history[-1] = _message("assistant", render.error_html(Phrase("error.bug"), lang))
         yield history, session
         return
 
-    if not answer.abstained:
-        session["previous"] = answer
+    # What a follow-up reads with: the last question searched, answered or not ("what about slime?"
+    # after a no-match asks that question of slime's docs).
+    session["previous"] = answer
     # Nothing within the filters: the page offers to ask again without them.
     session["filtered_miss"] = query if answer.abstained and (filter_value(framework) or filter_value(collection)) \
         else None
@@ -136,7 +135,8 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
     link = question_link(asked_alone if len(asked_alone) <= LINK_MAX_CHARS else answer.normalized_query,
                          filter_value(framework), filter_value(collection))
     # Under the user's own message, not in the answer: the answer holds doc text only.
-    history[-2] = _message("user", render.user_html(query) + render.searched_html(answer) + render.link_html(link))
+    history[-2] = _message("user", render.user_html(query) + render.searched_html(answer)
+                           + render.link_html(link, lang))
     try:
         for partial in within(deadline, lambda: list(_streamed_bodies(answer))):
             html = within(deadline, render.answer_html, answer, text=partial, final=False)
@@ -163,7 +163,7 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         html = _bounded_html(answer, deadline, helper.entry)
     except OutOfTime:
         log.warning("answering %r took more than %g s: cut", query[:200], budget)
-        history[-1] = _message("assistant", cut_html(budget))
+        history[-1] = _message("assistant", cut_html(budget, lang))
         yield history, session
         return
     history[-1] = _message("assistant", html)
