@@ -24,9 +24,11 @@ $(VENV)/.installed-test: $(VENV)/.installed
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test chromium
 
-# Browser tests drive Debian's Chromium (never a downloaded browser build).
+# Browser tests drive Debian's Chromium (never a downloaded browser build), with a CJK font from Debian:
+# without one the page's Chinese renders as empty boxes in the screenshots.
 chromium:
-	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@test -x /usr/bin/chromium && test -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null)
 
 # A no-change ingest takes a fraction of a second; after a pull that changed the parser or
 # the tokenizer it brings the index up to date instead of serving a stale one.
