@@ -55,6 +55,9 @@ WORDS: dict[str, dict[str, str]] = {
                                  "zh": "官方文档：从各框架自己的仓库复制的页面"},
     "collection.official.words": {"en": "official docs (the frameworks' own pages)", "zh": "官方文档（各框架自己的页面）"},
     "collection.own.note": {"en": "Your collection “{name}”: documents you ingested", "zh": "你的文档集“{name}”：你导入的文档"},
+    # the page's header (web/app.py), in both languages: a key of PAGE_WORDS holds no parameters
+    "page.stats": {"en": "{n:,} entries from {collections} · offline · answers quote the docs verbatim",
+                   "zh": "{n:,} 个条目，来自{collections} · 离线 · 回答逐字引用文档"},
     # the answer's text
     "answer.no_match": {"en": "No matching entry in the docs for this query.", "zh": "文档中没有与此问题匹配的条目。"},
     "answer.no_match_related": {"en": "No matching entry in the docs for this query. The nearest entries are listed as "
@@ -182,8 +185,6 @@ PAGE_WORDS: dict[str, dict[str, str]] = {
                          "numbered citations.",
                    "zh": "LLM 强化学习后训练的排障助手：verl、SkyRL、slime 和 RLinf，rollout 使用 SGLang 或 vLLM。"
                          "贴上报错、traceback 或问题，得到文档中的解决方法和编号引用。"},
-    "page.entries_from": {"en": "entries from", "zh": "个条目，来自"},
-    "page.verbatim": {"en": "offline · answers quote the docs verbatim", "zh": "离线 · 回答逐字引用文档"},
     "page.all_frameworks": {"en": "All frameworks", "zh": "全部框架"},
     "page.all_collections": {"en": "All collections", "zh": "全部文档集"},
     "page.filters_note": {"en": "Filters apply to the next question.", "zh": "筛选条件对下一个问题生效。"},
@@ -204,17 +205,14 @@ PAGE_WORDS: dict[str, dict[str, str]] = {
     "page.save_comment": {"en": "Save comment", "zh": "保存评论"},
     # what a vote does, said before anyone votes (issue 31: a vote teaches the voter's browser at once,
     # everyone else once the operator approves it; everyone at once with `serve --learn-from-votes`)
-    "page.votes_teach_you": {"en": "👍 or 👎 under an answer teaches rlhelper for you, in this browser, at once: the "
-                                   "entry you liked leads for that question, one you disliked stops leading. Other "
-                                   "visitors get it once the server's operator approves it.",
-                             "zh": "在回答下点 👍 或 👎，会立即为你（在这个浏览器中）调整 rlhelper：赞过的条目对这个问题优先显示，"
-                                   "踩过的不再优先。其他访问者要等服务器管理员审核通过后才会看到。"},
-    "page.votes_teach_all": {"en": "👍 or 👎 under an answer teaches rlhelper at once, for everyone using this server: "
-                                   "the entry you liked leads for that question, one you disliked stops leading.",
-                             "zh": "在回答下点 👍 或 👎，会立即为这个服务器的所有使用者调整 rlhelper：赞过的条目对这个问题优先显示，"
-                                   "踩过的不再优先。"},
-    "page.votes_recorded": {"en": "👍 or 👎 under an answer tells the server's operator whether it helped.",
-                            "zh": "在回答下点 👍 或 👎，告诉服务器管理员这个回答是否有帮助。"},
+    "page.votes_teach_you": {"en": "A thumbs up or down on an answer teaches rlhelper for you, in this browser, at once; "
+                                   "other visitors get it once the server's operator approves it.",
+                             "zh": "对回答点赞或点踩，会立即为你（在这个浏览器中）调整 rlhelper；其他访问者要等服务器管理员审核通过后才会看到。"},
+    "page.votes_teach_all": {"en": "A thumbs up or down on an answer teaches rlhelper at once, for everyone using this "
+                                   "server.",
+                             "zh": "对回答点赞或点踩，会立即为这个服务器的所有使用者调整 rlhelper。"},
+    "page.votes_recorded": {"en": "A thumbs up or down on an answer tells the server's operator whether it helped.",
+                            "zh": "对回答点赞或点踩，告诉服务器管理员这个回答是否有帮助。"},
     "page.llm_title": {"en": "Write the answer with an LLM (optional)", "zh": "用 LLM 写回答（可选）"},
     "page.llm_text": {"en": "An OpenAI-compatible model set up by whoever runs this server writes a short answer from "
                             "the retrieved entries; rlhelper checks its citations and flags commands found in no source. "
@@ -276,7 +274,5 @@ def in_language(text: Any, lang: str) -> Any:
 
 
 def page_words() -> dict[str, dict[str, str]]:
-    """The page's words by language ({"en": {key: text}, "zh": {...}}), as gr.I18n takes them, with
-    the collection words the header uses."""
-    keys = {**PAGE_WORDS, **{k: v for k, v in WORDS.items() if k.startswith("collection.") or k == "list.and"}}
-    return {lang: {key: words.get(lang, words["en"]) for key, words in keys.items()} for lang in LANGS}
+    """The page's words by language ({"en": {key: text}, "zh": {...}}), as gr.I18n takes them."""
+    return {lang: {key: words.get(lang, words["en"]) for key, words in PAGE_WORDS.items()} for lang in LANGS}

@@ -129,13 +129,13 @@ def preformatted(escaped: str) -> str:
 
 def code_block(code: str, lang: str | None = None, reader: str = "en") -> str:
     """<pre><code class="language-x"> with highlighting and a copy button (wired by the page's script),
-    its words in the `reader`'s language (data-done: what it says once it has copied)."""
+    its words in the `reader`'s language."""
     language = code_language(lang)
     klass = f' class="language-{language}"' if language else ""
     label = f'<span class="rl-lang">{esc(language)}</span>' if language else ""
     return (
         f'<div class="rl-code">{label}<button class="rl-copy" type="button" title="{esc(say("answer.copy_title", reader))}"'
-        f' data-done="{esc(say("answer.copied", reader))}">{esc(say("answer.copy", reader))}</button>'
+        f'>{esc(say("answer.copy", reader))}</button>'
         f"<pre><code{klass}>{preformatted(highlight(code.strip(chr(10)), lang))}</code></pre></div>"
     )
 

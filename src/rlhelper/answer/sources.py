@@ -34,12 +34,6 @@ def _shipped(name: str, what: str) -> str | None:
     return key if key in WORDS else None
 
 
-def collections_in_words(names: list[str], lang: str = "en") -> str:
-    """"seed guides (community troubleshooting pages) and official docs (...)" for a page's header."""
-    words = [say(key, lang) if (key := _shipped(n, "words")) else n for n in names]
-    return say("list.and", lang).join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
-
-
 def short_trail(doc_title: str, breadcrumb: list[str]) -> list[str]:
     """The document title and the section's own heading: what tells one source from another.
     A heading of one or two words ("Solution") keeps its parent heading."""

@@ -7,6 +7,11 @@ without a browser or a server: answering.py (a question), votes.py (votes and co
 arguments.py checking what a visitor sends and llm_view.py showing an LLM-written answer. The
 chatbot shows the HTML answer/html.py makes as is (render_markdown=False), and Gradio's sanitiser
 runs on top of it. Running it (launch options, privacy, what a visitor can do): server.py.
+
+Languages: the page's own words (catalogue.py) follow the browser's language: the components'
+labels, placeholders and buttons through Gradio's i18n (PAGE_WORDS, one key per text), the header,
+whose lines hold several, written in both languages for the page's script to show one (in_both);
+an answer and what is said about it (notices, sources, vote messages) follow the question's language.
 """
 
 from __future__ import annotations
@@ -18,18 +23,20 @@ import gradio as gr
 
 from ..answer import html as render
 from ..answer.extractive import FRAMEWORK_NAMES
-from ..answer.sources import collections_in_words
+from ..answer.language import language_of
+from ..catalogue import LANGS, WORDS, in_language, page_words, say
 from ..measure.feedback import MAX_COMMENT_CHARS, FeedbackStore, WriteLimiter
 from .answering import TIME_BUDGET, respond
 from .arguments import MAX_MESSAGE_CHARS, RequestError, checked_ask, linked_question, llm_endpoints, text_arg
 from .llm_view import llm_available
 from .session import new_session
-from .votes import add_comment, learn_from_vote, record_vote
+from .votes import add_comment, learn_from_vote, position_of, record_vote, vote_of
 
 CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
 QUEUE_SIZE = 128  # requests waiting for a worker; beyond it Gradio answers "the queue is full"
 NO_LLM = ""  # the LLM choice that quotes the docs only
 TITLE = "rlhelper — RL training troubleshooting"
+THUMBS = {1: "Like", -1: "Dislike"}  # a vote as the chat's thumbs show it (feedback_value)
 
 EXAMPLES = [
     {"display_text": "Weight sync times out between the trainer and SGLang. How do I fix it?",
@@ -46,28 +53,65 @@ EXAMPLES = [
      )},
 ]
 
-PLACEHOLDER = (
-    "### Ask about an RL training problem\n"
-    "Paste an error message, a traceback or a question, in English or 中文. "
-    "The answer quotes the matching troubleshooting entry and cites the exact section. "
-    "A short follow-up (“what about slime?”) is read with your last answered question, and says so."
-)
+# The page's own words, looked up by key in the browser's language (launch(i18n=PAGE_WORDS), server.py).
+# Gradio replaces one key in a text, so a text holding several is written with in_both instead.
+WORDS_BY_LANG = page_words()
+PAGE_WORDS = gr.I18n(**WORDS_BY_LANG)
+
+
+def in_both(html_in) -> str:
+    """`html_in(lang)` for each language, each in a span the page's script shows for its browser's
+    language only (script.js, style.css: .rl-en, .rl-zh)."""
+    return "".join(f'<span class="rl-{lang}">{html_in(lang)}</span>' for lang in LANGS)
+
+
+def _collections_in_words(names: list[str], lang: str) -> str:
+    """"seed guides (community troubleshooting pages) and official docs (...)"; yours by their names."""
+    words = [say(f"collection.{n}.words", lang) if f"collection.{n}.words" in WORDS else n for n in names]
+    if len(words) < 2:
+        return "".join(words)
+    return say("list.and", lang).join([", ".join(words[:-1]), words[-1]])
 
 
 def _header_html(helper) -> str:
-    collections = collections_in_words(helper.collections)
-    stats = f"{len(helper.entries):,} entries from {render.esc(collections)} · offline · answers quote the docs verbatim"
-    return (
-        '<div id="rl-header"><h1><span class="rl-mark">rl</span>helper</h1>'
-        "<p>Troubleshooting for RL post-training of LLMs: verl, SkyRL, slime and RLinf, with SGLang or vLLM "
-        "rollouts. Paste an error, a traceback or a question; get the documented fix with numbered citations.</p>"
-        f'<p class="rl-stats">{stats}</p></div>'
-    )
+    intro = in_both(lambda lang: render.esc(WORDS_BY_LANG[lang]["page.intro"]))
+    stats = in_both(lambda lang: render.esc(say("page.stats", lang, n=len(helper.entries),
+                                                collections=_collections_in_words(helper.collections, lang))))
+    return f'<div id="rl-header"><h1><span class="rl-mark">rl</span>helper</h1><p>{intro}</p><p class="rl-stats">{stats}</p></div>'
+
+
+def votes_hint(helper, learn_from_votes: bool = False):
+    """What a vote does, said before anyone votes: it teaches the voter's browser at once and everyone
+    else once the operator approves it; everyone at once on a server run with --learn-from-votes;
+    with no question bank to teach, it only tells the operator."""
+    if helper.user_bank is None:
+        return PAGE_WORDS("page.votes_recorded")
+    return PAGE_WORDS("page.votes_teach_all" if learn_from_votes else "page.votes_teach_you")
 
 
 def reset_feedback():
     """The vote's note, the comment row and box, and the clear-filters offer, as on a fresh page."""
     return "", gr.update(visible=False), "", gr.update(visible=False)
+
+
+def reset_feedback_unless_blank(text):
+    """reset_feedback for a question; a blank Enter (no message) asks nothing and changes nothing."""
+    return reset_feedback() if text is not None else (gr.skip(),) * 4
+
+
+def shown_votes(session: dict | None) -> list[str | None]:
+    """The thumbs of the chat's answers, in order: the vote given on each. Set as the chat's
+    feedback_value, they stay drawn when the chat changes (they vanished at the next question). An
+    answer's position in the chat is 2n+1: each message gets one reply (a blank one is not sent)."""
+    given = (session or {}).get("thumbs") or {}
+    return [given.get(2 * n + 1) for n in range(max(given, default=-1) // 2 + 1)]
+
+
+def said_about(session: dict | None, position, status) -> str:
+    """A vote or comment message in the language of the answer it is about, escaped for the status line."""
+    turn = (session or {}).get("answers", {}).get(position) if isinstance(position, int) else None
+    lang = language_of(turn["query"]) if turn else "en"
+    return render.esc(in_language(status, lang))
 
 
 def offer_clear_filters(session):
@@ -89,9 +133,11 @@ def _client_keys(request: gr.Request | None) -> tuple[str, ...]:
 
 
 def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | None = None,
-              time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None) -> gr.Blocks:
+              time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None,
+              learn_from_votes: bool = False) -> gr.Blocks:
     """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3).
-    `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option)."""
+    `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option).
+    `learn_from_votes`: a vote teaches everyone at once (the page says so before anyone votes)."""
     store = FeedbackStore(feedback_db)
     endpoints = llm_endpoints(llm)
     limiter = WriteLimiter(**({} if writes_per_minute is None else {"per_minute": writes_per_minute}))
@@ -100,6 +146,9 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         return gr.Error(f"Refused: {err}.", print_exception=False)
 
     def ask(message, history, framework, collection, session, llm_name):
+        if message is None:  # the page's blank Enter (its script sends no message): nothing asked, nothing shown
+            yield gr.skip(), gr.skip()
+            return
         try:
             message, history, framework, collection, settings = checked_ask(
                 helper, endpoints, message, history, framework, collection, llm_name)
@@ -116,9 +165,13 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
                                           allowed=lambda: limiter.allow(*_client_keys(request)))
         except RequestError as err:
             raise refused(err) from None
+        position = position_of(payload.get("index"))
+        said = said_about(session, position, status)
         if status.startswith(("Thanks", "Vote removed")):  # recorded: refused or full votes teach nothing
-            status += learn_from_vote(helper, session, payload.get("index"), payload.get("liked"))
-        return session, status, gr.update(visible=True)
+            said += said_about(session, position, learn_from_vote(helper, session, payload.get("index"),
+                                                                  payload.get("liked")))
+            session.setdefault("thumbs", {})[position] = THUMBS.get(vote_of(payload.get("liked")))
+        return session, said, gr.update(visible=True), gr.update(feedback_value=shown_votes(session))
 
     def comment(session, text, request: gr.Request):
         try:
@@ -126,7 +179,8 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         except RequestError as err:
             raise refused(err) from None
         # A refused comment stays in the box, to shorten or send later.
-        return session, kept, "" if kept.startswith("Comment saved") else gr.skip()
+        return (session, said_about(session, session.get("last_vote"), kept),
+                "" if kept.startswith("Comment saved") else gr.skip())
 
     def open_link(request: gr.Request):
         question, framework_name, collection_name = linked_question(dict(request.query_params))
@@ -152,14 +206,15 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         gr.HTML(_header_html(helper))
         session = gr.State(new_session())
         with gr.Row(elem_id="rl-filters", equal_height=True):
-            framework = gr.Dropdown(_choices("All frameworks", helper.frameworks), value="", label="Framework",
+            framework = gr.Dropdown(_choices(PAGE_WORDS("page.all_frameworks"), helper.frameworks), value="",
+                                    label="Framework",
                                     show_label=False, container=False, scale=1, min_width=180,
                                     elem_id="rl-framework")
-            collection = gr.Dropdown(_choices("All collections", helper.collections), value="",
+            collection = gr.Dropdown(_choices(PAGE_WORDS("page.all_collections"), helper.collections), value="",
                                      label="Collection", show_label=False, container=False, scale=1,
                                      min_width=180, elem_id="rl-collection")
-            gr.HTML('<div class="rl-filter-note">Filters apply to the next question.</div>', scale=2,
-                    min_width=160, padding=False)
+            gr.HTML(f'<div class="rl-filter-note">{PAGE_WORDS("page.filters_note")}</div>', scale=2,
+                    min_width=160, padding=False, elem_id="rl-filter-note")
         chatbot = gr.Chatbot(
             label="Answers",
             show_label=False,
@@ -170,39 +225,37 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
             group_consecutive_messages=False,  # one bubble per answer, so a vote points at one answer
             feedback_options=("Like", "Dislike"),
             buttons=[],
-            placeholder=PLACEHOLDER,
+            placeholder=PAGE_WORDS("page.welcome"),
             examples=EXAMPLES,
             elem_id="rl-chat",
             autoscroll=False,  # the page's script shows each new answer from its start (HEAD)
         )
         textbox = gr.Textbox(
             show_label=False,
-            placeholder="Paste an error, a traceback or a question (English or 中文) and press Enter",
+            placeholder=PAGE_WORDS("page.input"),
             lines=1,  # Enter sends; a pasted traceback keeps its lines and the box grows
             max_lines=12,
-            submit_btn="Ask",
+            submit_btn=PAGE_WORDS("page.ask"),
             elem_id="rl-input",
             autofocus=False,  # focused by the page's script without scrolling a phone's page down (HEAD)
         )
+        # Under the box: what a vote does (shown once there is an answer, style.css), then, in its place,
+        # what the vote did, and its comment row; the chat's height leaves room for them (script.js).
+        gr.HTML(f'<div class="rl-vote-hint">{votes_hint(helper, learn_from_votes)}</div>', elem_id="rl-vote-hint",
+                padding=False)
         status = gr.Markdown("", elem_id="rl-status")
-        clear_filters_btn = gr.Button("Clear the filters and ask again", visible=False, size="sm",
+        clear_filters_btn = gr.Button(PAGE_WORDS("page.clear_filters"), visible=False, size="sm",
                                       elem_id="rl-clear-filters")
-        with gr.Row(visible=False, equal_height=True) as comment_row:
-            comment_box = gr.Textbox(show_label=False, placeholder="Optional comment on your last vote",
+        with gr.Row(visible=False, equal_height=True, elem_id="rl-comment-row") as comment_row:
+            comment_box = gr.Textbox(show_label=False, placeholder=PAGE_WORDS("page.comment"),
                                      max_length=MAX_COMMENT_CHARS, scale=5, elem_id="rl-comment")
-            comment_btn = gr.Button("Save comment", scale=1, size="sm", elem_id="rl-comment-save")
+            comment_btn = gr.Button(PAGE_WORDS("page.save_comment"), scale=1, size="sm", elem_id="rl-comment-save")
         # The endpoints the operator configured, by name; "" quotes the docs. Without any the choice is
         # hidden and accepts only "", so the `ask` API keeps one shape and refuses an LLM.
-        llm_choices = [("Off: quote the docs", NO_LLM)] + [(name, name) for name in endpoints]
-        with gr.Accordion("Write the answer with an LLM (optional)", open=False, elem_id="rl-llm",
-                          visible=bool(endpoints)):
-            gr.Markdown(
-                "An OpenAI-compatible model set up by whoever runs this server writes a short answer from "
-                "the retrieved entries; rlhelper checks its citations and flags commands found in no source. "
-                "When the model finds no answer in the entries, you get \"No matching entry\". Any failure "
-                "keeps the extractive answer."
-                + ("" if llm_available() else "\n\n*Not available in this install.*")
-            )
+        llm_choices = [(PAGE_WORDS("page.llm_off"), NO_LLM)] + [(name, name) for name in endpoints]
+        with gr.Accordion(PAGE_WORDS("page.llm_title"), open=False, elem_id="rl-llm", visible=bool(endpoints)):
+            gr.Markdown(PAGE_WORDS("page.llm_text"))
+            gr.Markdown(PAGE_WORDS("page.llm_unavailable"), visible=not llm_available())
             llm_choice = gr.Radio(llm_choices, value=NO_LLM, label="Who writes the answer", show_label=False,
                                   interactive=llm_available(), elem_id="rl-use-llm")
 
@@ -216,8 +269,11 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         # cleared by the answer's own updates, it lost what the user had started typing meanwhile.
         # The hidden box is also what the `ask` API endpoint takes as its message.
         asked = gr.Textbox(visible=False)
-        textbox.submit(None, [textbox], [asked, textbox], js="(text) => [text, '']", **quiet).then(  # in the browser
-            ask, [asked, *settings], outputs, api_name="ask", **answering).then(
+        # A blank Enter sends no message (null), and leaves the box as it was: the page does nothing, where
+        # it added a red "The query is empty" and hid the examples (the API still answers "" with that).
+        moved = textbox.submit(None, [textbox], [asked, textbox],
+                               js="(text) => text.trim() ? [text, ''] : [null, text]", **quiet)  # in the browser
+        moved.then(ask, [asked, *settings], outputs, api_name="ask", **answering).then(
             offer_clear_filters, [session], [clear_filters_btn], **quiet)
         picked = gr.State("")  # an example's text goes straight to the answer, not through the box
         chatbot.example_select(example_text, None, [picked], **quiet).then(
@@ -227,16 +283,18 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         linked = gr.State("")
         app.load(open_link, None, [linked, framework, collection], **quiet).then(
             ask_linked, [linked, *settings], outputs, api_visibility="private", **answering)
-        chatbot.clear(new_session, None, [session], queue=False, api_visibility="private")
+        chatbot.clear(lambda: (new_session(), gr.update(feedback_value=[])), None, [session, chatbot], queue=False,
+                      api_visibility="private")
         # A vote's note and comment box belong to the answer voted on: a new question or Clear removes them.
         feedback_parts = [status, comment_row, comment_box, clear_filters_btn]
-        for event in (textbox.submit, chatbot.example_select, chatbot.clear):
+        moved.then(reset_feedback_unless_blank, [asked], feedback_parts, **quiet)
+        for event in (chatbot.example_select, chatbot.clear):
             event(reset_feedback, None, feedback_parts, **quiet)
         again = gr.State("")
         clear_filters_btn.click(lambda s: ("", "", (s or {}).get("filtered_miss") or "", gr.update(visible=False)),
                                 [session], [framework, collection, again, clear_filters_btn], **quiet).then(
             ask_linked, [again, *settings], outputs, api_visibility="private", **answering)
-        chatbot.like(vote, [session], [session, status, comment_row], queue=False, api_visibility="private")
+        chatbot.like(vote, [session], [session, status, comment_row, chatbot], queue=False, api_visibility="private")
         comment_box.submit(comment, [session, comment_box], [session, status, comment_box], queue=False,
                            api_visibility="private")
         comment_btn.click(comment, [session, comment_box], [session, status, comment_box], queue=False,

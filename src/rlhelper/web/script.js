@@ -1,7 +1,11 @@
 // The page's script (rlhelper.web.server puts it in the page's head): one delegated listener for the
-// copy buttons in answers (plain HTML without handlers), accessible labels for chat messages, and the
-// scroll and focus that show each new answer from its start.
+// copy buttons in answers (plain HTML without handlers), accessible labels for chat messages, the
+// scroll that shows each new answer from its start, the chat's height in a desktop window, and the
+// box's focus on load.
 (function () {
+  // The browser's language, as Gradio's i18n reads it: the page's texts written in both languages
+  // (web/app.py, in_both) show the one it picks (style.css).
+  document.documentElement.setAttribute("data-rl-lang", /^zh\b/i.test(navigator.language || "") ? "zh" : "en");
   function fallbackCopy(text) {
     var ta = document.createElement("textarea");
     ta.value = text; ta.style.position = "fixed"; ta.style.opacity = "0";
@@ -18,8 +22,13 @@
     ev.preventDefault(); ev.stopPropagation();
     var code = btn.parentElement && btn.parentElement.querySelector("code");
     if (!code) return;
-    var text = code.textContent;
-    var done = function () { btn.textContent = "Copied"; setTimeout(function () { btn.textContent = "Copy"; }, 1500); };
+    // In the answer's language, as the button's own label (answer/markup.py; RL_WORDS: web/server.py).
+    var answer = btn.closest(".rl-answer"), lang = (answer && answer.getAttribute("lang")) || "en";
+    var text = code.textContent, label = btn.textContent, said = (window.RL_WORDS || {})[lang] || {};
+    var done = function () {
+      btn.textContent = said.copied || label;
+      setTimeout(function () { btn.textContent = label; }, 1500);
+    };
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
     } else { fallbackCopy(text); done(); }
@@ -35,9 +44,10 @@
   }
   // A new question: once its answer starts, scroll the chat so the question is at the top and the
   // answer reads from its start (the chat does not follow the stream down to the last related entry).
-  // The question stays pinned there while its answer streams in (the pane can only scroll that far once
+  // A tall question (a pasted log) scrolls further, so the answer starts no lower than ANSWER_BY of the
+  // pane. The question stays pinned while its answer streams in (the pane can only scroll that far once
   // the answer is long enough), until the final answer is in or the reader scrolls.
-  var asked = 0, pinned = null;
+  var asked = 0, pinned = null, ANSWER_BY = 0.45;
   function showNewAnswer() {
     var users = document.querySelectorAll("#rl-chat [data-testid='user']");
     if (users.length < asked) { asked = users.length; pinned = null; return; }  // cleared
@@ -45,9 +55,11 @@
     if (!pinned || !pinned.isConnected) { pinned = null; return; }
     var pane = pinned.closest(".bubble-wrap");
     if (!pane) return;
-    pane.scrollTop += pinned.getBoundingClientRect().top - pane.getBoundingClientRect().top - 40;  // below Clear
+    var box = pane.getBoundingClientRect(), by = pinned.getBoundingClientRect().top - box.top - 40;  // below Clear
     var bots = document.querySelectorAll("#rl-chat [data-testid='bot']"), answer = bots[bots.length - 1];
     var after = answer && (pinned.compareDocumentPosition(answer) & Node.DOCUMENT_POSITION_FOLLOWING);
+    if (after) by = Math.max(by, answer.getBoundingClientRect().top - box.top - ANSWER_BY * box.height);
+    pane.scrollTop += by;
     if (after && answer.querySelector(".rl-sources, .rl-abstain, .rl-error, .rl-smalltalk")) pinned = null;
   }
   ["wheel", "touchmove", "keydown"].forEach(function (kind) {
@@ -55,16 +67,43 @@
       if (ev.target && ev.target.closest && ev.target.closest("#rl-chat")) pinned = null;
     }, {passive: true, capture: true});
   });
-  new MutationObserver(function () { showNewAnswer(); }).observe(document.documentElement, {subtree: true, childList: true});
-  // The box takes focus without scrolling the page; not on a phone, where focus opens the keyboard.
-  window.addEventListener("load", function () {
-    if (window.innerWidth < 700) return;
-    var tries = 0, wait = setInterval(function () {
-      var box = document.querySelector("#rl-input textarea");
-      if (box || ++tries > 50) clearInterval(wait);
-      if (box) box.focus({preventScroll: true});
-    }, 100);
-  });
+  // On a desktop the chat is as tall as the window leaves room for (style.css, --rl-chat-height): the
+  // page fits, so it cannot creep down, and what appears under the box (a vote's note and comment row,
+  // "Clear the filters") takes its room from the chat, in view. A phone's page scrolls; its chat keeps
+  // its height.
+  var DESKTOP = 700, SHORTEST = 320, TALLEST = 900, BELOW = 16;  // px; BELOW: the page's own bottom padding
+  function fitChat() {
+    var chat = document.querySelector("#rl-chat"), root = document.documentElement;
+    var column = chat && chat.closest(".column");
+    if (!column) return;
+    if (window.innerWidth < DESKTOP) { root.style.removeProperty("--rl-chat-height"); return; }
+    var bottom = 0;  // of the page's content (its container stretches to the window)
+    for (var i = 0; i < column.children.length; i++) {
+      var box = column.children[i].getBoundingClientRect();
+      if (box.height > 0) bottom = Math.max(bottom, box.bottom + window.scrollY);
+    }
+    var now = chat.getBoundingClientRect().height;
+    var want = Math.round(Math.max(SHORTEST, Math.min(TALLEST, now + window.innerHeight - BELOW - bottom)));
+    if (Math.abs(want - now) >= 1) root.style.setProperty("--rl-chat-height", want + "px");
+  }
+  // The box takes focus once it is there, without scrolling the page, unless the reader has already
+  // put it elsewhere; not on a phone, where focus opens the keyboard.
+  var focused = false;
+  function focusBox() {
+    if (focused || window.innerWidth < DESKTOP) return;
+    var box = document.querySelector("#rl-input textarea");
+    if (!box) return;
+    focused = true;
+    if (!document.activeElement || document.activeElement === document.body) box.focus({preventScroll: true});
+  }
+  var fitting = 0;
+  new MutationObserver(function () {
+    showNewAnswer();
+    focusBox();
+    if (!fitting) fitting = requestAnimationFrame(function () { fitting = 0; fitChat(); });
+  }).observe(document.documentElement, {subtree: true, childList: true, attributes: true,
+                                        attributeFilter: ["style", "class"]});
+  window.addEventListener("resize", fitChat);
   new MutationObserver(function (changes) {
     changes.forEach(function (change) {
       var root = change.target;

@@ -32,10 +32,11 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from ..answer import html as render
+from ..catalogue import LANGS, say
 from ..errors import ConfigError, RlhelperError
 from ..measure.feedback import FeedbackStore
 from .answering import TIME_BUDGET
-from .app import build_app
+from .app import PAGE_WORDS, build_app
 from .arguments import llm_endpoints
 
 
@@ -43,6 +44,13 @@ from .arguments import llm_endpoints
 def _asset(name: str) -> str:
     """A file shipped beside this module (style.css, script.js), read once."""
     return files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _script_words() -> str:
+    """The catalogue's words the page's script says itself (a copy button's "Copied"), by language: the
+    chat's sanitiser drops data- attributes, so they cannot ride on the button."""
+    words = {lang: {"copied": say("answer.copied", lang)} for lang in LANGS}
+    return f"window.RL_WORDS = {json.dumps(words, ensure_ascii=False)};\n"
 
 
 def theme() -> gr.themes.Base:
@@ -110,7 +118,8 @@ def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
         "app_kwargs": {"middleware": [Middleware(ClientErrorStatus)]},
         "theme": theme(),
         "css": _asset("style.css"),
-        "head": f"<script>\n{_asset('script.js')}</script>\n",
+        "head": f"<script>\n{_script_words()}{_asset('script.js')}</script>\n",
+        "i18n": PAGE_WORDS,  # the page's own words in the browser's language
     }
 
 

@@ -3,6 +3,8 @@ taught to the user's question bank (a thumbs-up makes the answer's entry lead fo
 
 Plain functions taking the FeedbackStore / Helper and the browser session explicitly, so tests call
 them without a browser. Votes and comments are bounded per client and in total (feedback.py).
+What they say is catalogue words (English, keeping their key): the page says them in the language
+of the answer voted on.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..answer import html as render
+from ..catalogue import Phrase
 from ..errors import RlhelperError
 from ..measure.feedback import FeedbackFull, FeedbackRefused, FeedbackStore
 from .arguments import RequestError
@@ -19,10 +21,10 @@ from .session import new_session
 log = logging.getLogger(__name__)
 
 _VOTES = {"Like": 1, "Dislike": -1, "": None}  # what the page sends; "": the vote was taken back
-TOO_MANY = "Too many votes and comments from you in the last minute: wait a minute, then try again."
+TOO_MANY = Phrase("vote.too_many")
 
 
-def _vote_of(liked) -> int | None:
+def vote_of(liked) -> int | None:
     if liked is True:
         return 1
     if liked is False:
@@ -32,7 +34,7 @@ def _vote_of(liked) -> int | None:
     raise RequestError(f"a vote is 'Like', 'Dislike' or '' (taken back), not {str(liked)[:50]!r}")
 
 
-def _position_of(index) -> int:
+def position_of(index) -> int:
     """The history position a vote names: an int, or [row, column] as Gradio sends it."""
     position = index[0] if isinstance(index, list | tuple) and 1 <= len(index) <= 2 else index
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 1_000_000:
@@ -45,10 +47,10 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
     """Store (or change, or take back) a thumbs up/down on the answer at `index` of the history.
     RequestError for a payload the page cannot send; `allowed()` says whether this client may write now."""
     session = session if session is not None else new_session()
-    position, vote = _position_of(index), _vote_of(liked)
+    position, vote = position_of(index), vote_of(liked)
     turn = session["answers"].get(position)
     if turn is None:
-        return session, "Only answers can be voted on."
+        return session, Phrase("vote.only_answers")
     if not allowed():
         return session, TOO_MANY
     if vote is None:
@@ -56,7 +58,7 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
             store.remove(turn["row"])
             turn["row"] = None
         session["last_vote"] = None
-        return session, "Vote removed."
+        return session, Phrase("vote.removed")
     try:
         if turn["row"] is None:
             turn["row"] = store.record(turn["query"], turn["answer"], turn["entry_ids"], vote)
@@ -64,10 +66,9 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
             store.change_vote(turn["row"], vote)
     except FeedbackFull as err:
         log.warning("vote not stored: %s", err)
-        return session, "Votes are not being recorded right now (the server's feedback store is full). Sorry."
+        return session, Phrase("vote.store_full")
     session["last_vote"] = position
-    thanks = "helpful" if vote > 0 else "not helpful"
-    return session, f"Thanks: answer marked {thanks}. Add a comment below if you like (optional)."
+    return session, Phrase("vote.thanks", how=Phrase("vote.helpful" if vote > 0 else "vote.not_helpful"))
 
 
 def learn_from_vote(helper, session: dict | None, index, liked) -> str:
@@ -80,7 +81,7 @@ def learn_from_vote(helper, session: dict | None, index, liked) -> str:
     taught = turn.get("learn") if turn else None
     if bank is None or not taught:
         return ""
-    vote = _vote_of(liked)
+    vote = vote_of(liked)
     try:
         if vote is None:
             bank.forget(taught["question"], taught["entry"])
@@ -88,11 +89,9 @@ def learn_from_vote(helper, session: dict | None, index, liked) -> str:
         bank.add(taught["question"], taught["entry"], vote, "web")
     except RlhelperError as err:
         log.warning("the vote was not learned: %s", err)
-        return f" (Not learned: {err})"
+        return Phrase("vote.not_learned", reason=str(err))
     heading = taught["entry"].get("heading") or "this entry"
-    if vote > 0:
-        return f" “{render.esc(heading)}” will lead for this question from now on."
-    return f" “{render.esc(heading)}” will not lead for this question again."
+    return Phrase("vote.leads" if vote > 0 else "vote.not_lead", heading=heading)
 
 
 def add_comment(store: FeedbackStore, session: dict | None, comment: str,
@@ -105,17 +104,17 @@ def add_comment(store: FeedbackStore, session: dict | None, comment: str,
     position = session.get("last_vote")
     turn = session["answers"].get(position) if position is not None else None
     if turn is None or turn["row"] is None:
-        return session, "Vote on an answer first (thumbs up or down), then add a comment."
+        return session, Phrase("comment.vote_first")
     if not (comment or "").strip():
-        return session, "The comment is empty."
+        return session, Phrase("comment.empty")
     if not allowed():
         return session, TOO_MANY
     try:
         store.set_comment(turn["row"], comment)
     except FeedbackFull as err:
         log.warning("comment not stored: %s", err)
-        return session, "Comments are not being recorded right now (the server's feedback store is full). Sorry."
+        return session, Phrase("comment.store_full")
     except FeedbackRefused as err:  # too long: said to the writer, who can shorten it
         text = str(err)
-        return session, f"Not saved: {text[0].upper()}{text[1:]}."
-    return session, "Comment saved with your vote. Thank you."
+        return session, Phrase("comment.refused", reason=f"{text[0].upper()}{text[1:]}")
+    return session, Phrase("comment.saved")
