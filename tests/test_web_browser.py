@@ -42,16 +42,21 @@ def seeds_url(seeds_index, feedback_db):
     app.close()
 
 
-@pytest.fixture(scope="module")
-def hostile_url(tmp_path_factory):
+def served(tmp_path_factory, paths: list[Path], collection: str):
+    """The chat over a fresh index of `paths` (a real ingest), until the module's tests are done."""
     from rlhelper.ingest.pipeline import ingest
 
-    index = tmp_path_factory.mktemp("hostile") / "idx"
-    ingest([HOSTILE], collection="hostile", index=index)
+    index = tmp_path_factory.mktemp(collection) / "idx"
+    ingest(paths, collection=collection, index=index)
     app, url = web_server.start(Helper.load(index=index), port=loadtest.free_port(),
-                         feedback_db=tmp_path_factory.mktemp("fb2") / "f.sqlite3")
+                                feedback_db=tmp_path_factory.mktemp("fb") / "f.sqlite3")
     yield url
     app.close()
+
+
+@pytest.fixture(scope="module")
+def hostile_url(tmp_path_factory):
+    yield from served(tmp_path_factory, [HOSTILE], "hostile")
 
 
 @pytest.fixture
@@ -333,8 +338,10 @@ def shot(page, name: str, tmp_path: Path) -> None:
     page.screenshot(path=str(where / name))
 
 
-def sized_page(browser, width: int, height: int):
-    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+def sized_page(browser, width: int, height: int, locale: str | None = None):
+    """A page of a new context at that size, in the browser language `locale` ("zh-CN") when given."""
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1,
+                                  **({"locale": locale} if locale else {}))
     page = context.new_page()
     page.set_default_timeout(30_000)
     yield page
@@ -452,32 +459,17 @@ NO_MATCH = "How do I log rollouts to Weights & Biases tables?"
 @pytest.fixture(scope="module")
 def slime_qa_url(tmp_path_factory):
     """slime's own Q&A page (ingest/official), whose answers hold long identifiers in inline code."""
-    from rlhelper.ingest.pipeline import ingest
-
-    index = tmp_path_factory.mktemp("slime-qa") / "idx"
-    ingest([OFFICIAL / "slime" / "qa.md"], collection="official", index=index)
-    app, url = web_server.start(Helper.load(index=index), port=loadtest.free_port(),
-                                feedback_db=tmp_path_factory.mktemp("fb3") / "f.sqlite3")
-    yield url
-    app.close()
+    yield from served(tmp_path_factory, [OFFICIAL / "slime" / "qa.md"], "official")
 
 
 @pytest.fixture
 def chinese_desktop(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1, locale="zh-CN")
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
+    yield from sized_page(browser, 1280, 900, "zh-CN")
 
 
 @pytest.fixture
 def chinese_phone(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1, locale="zh-CN")
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
+    yield from sized_page(browser, 390, 844, "zh-CN")
 
 
 def in_view(page, selector: str) -> bool:
