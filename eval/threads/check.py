@@ -241,8 +241,10 @@ def check_notices(threads, labels, problems: Problems) -> list:
     for places in by_body.values():
         if len(places) > 1:
             problems.add(", ".join(places), "byte-identical cleanup notices")
-    # every comment of a notice-posting account is a notice, and none holds a fix
-    accounts = {author for _, author, _ in notices}
+    # a triage account's comments never hold a fix (a maintainer's one-line close is boilerplate too,
+    # but the same maintainer fixes other threads, so only the triage accounts are held to this)
+    triage = {f"{r}#{n}" for (r, n), row in labels.items() if "triage-notice" in (row.get("shapes") or [])}
+    accounts = {author for where, author, _ in notices if where in triage}
     for key, row in labels.items():
         fixes = {canonical(u) for u in (row.get("resolution") or {}).get("comment_urls") or []}
         for url, comment in comment_index(threads.get(key, [])).items():
@@ -316,7 +318,10 @@ def counts(threads, labels, queries, notices, prs) -> dict:
         kinds.update((row.get("resolution") or {}).get("kinds") or ["none"])
         exports[row.get("export")] += 1
     notice_langs = Counter()
-    for _, _, body in notices:
+    triage = {f"{r}#{n}" for (r, n), row in labels.items() if "triage-notice" in (row.get("shapes") or [])}
+    for where, _, body in notices:
+        if where not in triage:
+            continue
         has_zh = bool(re.search(r"[\u4e00-\u9fff]", body))
         has_en = len(re.findall(r"\b(the|and|this|is|for|with|no|of)\b", body, re.I)) >= 5
         notice_langs["both" if has_zh and has_en else "zh" if has_zh else "en"] += 1
@@ -332,7 +337,8 @@ def counts(threads, labels, queries, notices, prs) -> dict:
             "prs": {repo: len(v) for repo, v in prs.items()},
             "shapes": dict(sorted(shapes.items())), "thread_lang": {f"{r} {lg}": n for (r, lg), n in sorted(langs.items())},
             "label_split": dict(splits), "resolution_kinds": dict(kinds),
-            "notice_threads": len({w for w, _, _ in notices}), "notice_lang": dict(notice_langs),
+            "notice_threads": sum("triage-notice" in (row.get("shapes") or []) for row in labels.values()),
+            "notice_lang": dict(notice_langs),
             "queries": len(queries),
             "answerable": sum(n for (s, a), n in q.items() if a == "answerable" and s in ("dev", "test")),
             "unanswerable": sum(n for (s, a), n in q.items() if a == "unanswerable" and s in ("dev", "test")),
