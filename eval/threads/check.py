@@ -6,7 +6,7 @@
 What is checked:
 - every file is valid JSON in the shape `gh issue list --json ...` / `gh pr list --json ...` writes;
 - threads: URLs, dates in order, each (repo, number) once per export, the pull requests that closed
-  an issue exist in that repository's PR export and name the issue back;
+  an issue exist in that repository's PR export, name the issue back and were merged before it closed;
 - labels.jsonl: one row per thread; every URL it names is a comment of that thread; a resolution
   by pull request names a PR that closed the issue; cleanup notices are never byte-identical;
 - threads.jsonl: the fields, one split per thread, every expected thread exists and holds a
@@ -150,6 +150,8 @@ def read_corpus(problems: Problems):
                     problems.add(f"{name}#{number}", f"closing PR #{ref.get('number')} not in the PR export")
                 elif number not in [r.get("number") for r in pr["closingIssuesReferences"]]:
                     problems.add(f"{name}#{number}", f"PR #{pr['number']} does not name the issue")
+                elif item["closedAt"] and (pr["mergedAt"] or "~") > item["closedAt"]:
+                    problems.add(f"{name}#{number}", f"closed before PR #{pr['number']} was merged")
                 if ref.get("number") in {n for r, n in threads if r == repo}:
                     problems.add(f"{name}#{number}", f"PR #{ref.get('number')} has an issue's number")
     return threads, prs
