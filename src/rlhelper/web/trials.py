@@ -59,10 +59,10 @@ def dependencies(url: str) -> dict[str, dict]:
     return {dep["api_name"]: dep for dep in config["dependencies"] if dep.get("backend_fn")}
 
 
-def queue_call(url: str, dep: dict, data: list, session: str, timeout: float = 120) -> dict:
+def queue_call(url: str, dep: dict, data: list, session: str, timeout: float = 120, headers: dict | None = None) -> dict:
     """One queued event as the browser sends it (queue/join, then the session's event stream):
     the final message, {"success": ..., "output": ...}."""
-    with httpx.Client(timeout=timeout, trust_env=False) as client:
+    with httpx.Client(timeout=timeout, trust_env=False, headers=headers or {}) as client:
         joined = client.post(f"{url}/gradio_api/queue/join", json={
             "data": data, "fn_index": dep["id"], "session_hash": session, "event_data": None,
             "trigger_id": dep["targets"][0][0]})
@@ -82,6 +82,71 @@ def direct_call(url: str, dep: dict, data: list, session: str, event_data=None) 
     return httpx.post(f"{url}/gradio_api/run/predict", timeout=30, trust_env=False, json={
         "data": data, "fn_index": dep["id"], "session_hash": session, "event_data": event_data,
         "trigger_id": dep["targets"][0][0]})
+
+
+class Visitor:
+    """One browser, spoken as raw HTTP: it opens the page (the load event that hands out a visitor id,
+    kept as the browser keeps it), asks as the page asks, and votes as the page votes. A new Visitor
+    is a fresh browser; `reopen()` is the same browser after a reload (same id, new session)."""
+
+    def __init__(self, url: str, deps: dict | None = None, token: str = "", headers: dict | None = None):
+        self.url, self.deps, self.token = url, deps or dependencies(url), token
+        self.headers = headers or {}
+        self.history: list = []
+        self.reopen()
+
+    def reopen(self) -> Visitor:
+        self.session, self.history = uuid.uuid4().hex, []
+        said = self._direct("welcome", [self.token or None, None])
+        if said.status_code == 200:
+            self.token = said.json()["data"][0] or self.token
+        return self
+
+    def _direct(self, name: str, data: list, event_data=None) -> httpx.Response:
+        dep = self.deps[name]
+        return httpx.post(f"{self.url}/gradio_api/run/predict", timeout=30, trust_env=False, headers=self.headers,
+                          json={"data": data, "fn_index": dep["id"], "session_hash": self.session,
+                                "event_data": event_data, "trigger_id": dep["targets"][0][0]})
+
+    def ask(self, question: str, framework: str = "", collection: str = "") -> str:
+        """The answer's HTML ("" when the question was refused); the chat grows as on the page."""
+        done = queue_call(self.url, self.deps["ask_page"], [question, self.history, framework, collection, None, "",
+                                                            self.token], self.session, headers=self.headers)
+        if not done.get("success"):
+            return ""
+        self.history = done["output"]["data"][0]
+        return message_text(self.history[-1])
+
+    def vote(self, liked: str, position: int | None = None) -> str:
+        """Like / Dislike / "" (taken back) the last answer (or the one at `position`): the status shown."""
+        position = len(self.history) - 1 if position is None else position
+        said = self._direct("vote", [None, self.token], {"index": position, "value": None, "liked": liked})
+        return json.dumps(said.json(), ensure_ascii=False) if said.status_code == 200 else f"HTTP {said.status_code}"
+
+
+def message_text(message: dict) -> str:
+    """A chat message's HTML (Gradio 6 sends a message's content as a list of typed parts)."""
+    content = message.get("content") if isinstance(message, dict) else ""
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content or [])
+
+
+def lead_of(html: str) -> str:
+    """The first cited source's title, as text ("" when the answer cites none: an abstention lists
+    related entries, which lead nothing)."""
+    import html as html_lib
+    import re
+
+    cited = (html or "").partition('<div class="rl-sources">')[2]
+    found = re.search(r'class="rl-cite-head">(.*?)</div>', cited, re.S)
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", found.group(1))).strip() if found else ""
+
+
+def matched_of(html: str) -> list[str]:
+    """Every "matched: <question>" the answer shows."""
+    import html as html_lib
+    import re
+
+    return [html_lib.unescape(m) for m in re.findall(r'rl-matched">matched: (.*?)</div>', html or "", re.S)]
 
 
 # -- stand-ins -----------------------------------------------------------------------------------------
