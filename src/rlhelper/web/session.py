@@ -28,8 +28,9 @@ def new_session(visitor: str | None = None) -> dict:
 def kept_for_follow_up(answer: Answer) -> Answer:
     """`answer` as a follow-up needs it: what was searched (bounded) and the entries found, without
     the raw question and the answer's text."""
-    return dataclasses.replace(answer, query="", normalized_query=answer.normalized_query[:MAX_FOLLOWED_CHARS],
-                               text="", parts=[], notices=[])
+    return dataclasses.replace(answer, query=answer.query if len(answer.query) <= MAX_FOLLOWED_CHARS else "",
+                               normalized_query=answer.normalized_query[:MAX_FOLLOWED_CHARS], text="", parts=[],
+                               notices=[])
 
 
 def turn_bytes(turn: dict) -> int:

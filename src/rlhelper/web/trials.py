@@ -246,8 +246,8 @@ def ssrf_trial(helper, work: Path) -> WebTrial:
         for data in ([QUESTION, [], "", "", True, attacker.url, "bench-model"], [QUESTION, [], "", "", attacker.url]):
             refused.append(call_api(url, data)[0] == "error")
         deps = dependencies(url)
-        for name in ("ask", "ask_1", "ask_linked"):
-            done = queue_call(url, deps[name], [QUESTION, [], "", "", None, attacker.url], uuid.uuid4().hex)
+        for name in ("ask", "ask_page", "ask_page_1", "ask_linked", "ask_linked_1"):
+            done = queue_call(url, deps[name], [QUESTION, [], "", "", None, attacker.url, None], uuid.uuid4().hex)
             refused.append(done.get("success") is False)
     finally:
         loadtest.close_quietly(app)
@@ -279,7 +279,7 @@ def payload_trial(helper, work: Path) -> WebTrial:
         vote = dependencies(url)["vote"]
         statuses = []
         for event_data in BAD_VOTES:
-            response = direct_call(url, vote, [None], uuid.uuid4().hex, event_data)
+            response = direct_call(url, vote, [None, None], uuid.uuid4().hex, event_data)
             reason = response.json().get("error") if response.headers.get("content-type", "").startswith(
                 "application/json") else None
             statuses.append((response.status_code, bool(reason)))
@@ -294,7 +294,7 @@ def payload_trial(helper, work: Path) -> WebTrial:
 def _voted_session(url: str, deps: dict) -> str:
     session = uuid.uuid4().hex
     queue_call(url, deps["ask"], [QUESTION, [], "", "", None, ""], session)
-    direct_call(url, deps["vote"], [None], session, {"index": 1, "value": None, "liked": "Like"})
+    direct_call(url, deps["vote"], [None, None], session, {"index": 1, "value": None, "liked": "Like"})
     return session
 
 
@@ -305,7 +305,7 @@ def comment_trial(helper, work: Path) -> WebTrial:
     try:
         deps = dependencies(url)
         session = _voted_session(url, deps)
-        said = json.dumps(direct_call(url, deps["comment"], [None, "x" * 6_000], session).json())
+        said = json.dumps(direct_call(url, deps["comment"], [None, None, "x" * 6_000], session).json())
     finally:
         loadtest.close_quietly(app)
     rows = FeedbackStore(db).rows()
@@ -321,7 +321,7 @@ def flood_trial(helper, work: Path, votes: int = 100) -> WebTrial:
     try:
         deps = dependencies(url)
         session = _voted_session(url, deps)
-        said = [json.dumps(direct_call(url, deps["vote"], [None], session,
+        said = [json.dumps(direct_call(url, deps["vote"], [None, None], session,
                                        {"index": 1, "value": None, "liked": ("Dislike", "Like")[i % 2]}).json())
                 for i in range(votes)]
         size = db.stat().st_size if db.exists() else 0
@@ -380,7 +380,8 @@ def load_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None
     from ..api import Helper
     from .server import start
 
-    app, url = start(Helper.load(copy), port=loadtest.free_port(), feedback_db=work / "feedback.sqlite3")
+    app, url = start(Helper.load(copy, user_bank=work / "load-bank" / "questions.jsonl"), port=loadtest.free_port(),
+                     feedback_db=work / "feedback.sqlite3")
     try:
         result = loadtest.run_load(url, clients=clients, duration=seconds, timeout=60)
     finally:
@@ -397,7 +398,21 @@ def attack_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Ro
     from ..api import Helper
 
     return [Row(t.name, t.tried, int(t.held), 1, t.figures, [] if t.held else [t.figures])
-            for t in web_trials(Helper.load(copy), work / "web")]
+            for t in web_trials(Helper.load(copy, user_bank=work / "web" / "questions.jsonl"), work / "web")]
 
 
-RELIABILITY_STEPS = {"load": load_row, "web": attack_rows}
+def trust_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Row]:
+    """Issue 31's attacks (trusttrials.py): poisoning, forwarded addresses, uploads."""
+    from . import trusttrials
+
+    return trusttrials.trust_rows(copy, work, clients, seconds)
+
+
+def memory_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None:
+    """20 clients sending 2 MB questions for `seconds` to a `rlhelper serve` of its own (trusttrials.py)."""
+    from . import trusttrials
+
+    return trusttrials.memory_row(copy, work, clients, seconds)
+
+
+RELIABILITY_STEPS = {"load": load_row, "web": attack_rows, "trust": trust_rows, "memory": memory_row}
