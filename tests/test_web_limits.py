@@ -140,3 +140,22 @@ def test_uploads_are_refused_and_nothing_is_written(served):
         said = httpx.post(f"{url}{route}", files=files, timeout=30, trust_env=False)
         assert said.status_code == 403 and "takes no files" in said.text and folder not in said.text
     assert files_there() == before
+
+
+def test_visitor_ids_are_signed_and_a_new_one_is_bounded_per_address(tmp_path):
+    from rlhelper.index.visitorbank import VisitorBank
+    from rlhelper.web.visitors import Visitors, load_key
+
+    key = load_key(tmp_path)
+    assert load_key(tmp_path) == key and oct((tmp_path / "web_visitor.key").stat().st_mode & 0o777) == oct(0o600)
+    now = [0.0]
+    visitors = Visitors(None, VisitorBank(tmp_path / "v.sqlite3"), key, mints_per_hour=3, clock=lambda: now[0])
+    tokens = [visitors.mint("198.51.100.1") for _ in range(4)]
+    assert all(tokens[:3]) and tokens[3] is None  # a fourth new browser from that address this hour: none
+    assert visitors.mint("198.51.100.2")  # another address has its own
+    assert visitors.verify(tokens[0]) == tokens[0].split(".")[0]
+    forged = [tokens[0].split(".")[0] + "." + tokens[1].split(".")[1], "v-made-up.AAAA", "", None, 7, "x" * 500]
+    assert [visitors.verify(t) for t in forged] == [None] * len(forged)
+    assert Visitors(None, VisitorBank(tmp_path / "v.sqlite3"), b"another key" * 4).verify(tokens[0]) is None
+    now[0] = 3601
+    assert visitors.mint("198.51.100.1")  # an hour later

@@ -25,7 +25,9 @@ import json
 import threading
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import OrderedDict
+
+from ..measure.feedback import WriteLimiter
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 SESSIONS_PER_ADDRESS = 16
@@ -89,28 +91,6 @@ class Sessions:
                     del self._of[held[0]]
 
 
-class Counter:
-    """At most `per_minute` events per key in any minute (sign-in attempts)."""
-
-    def __init__(self, per_minute: int, clock=time.monotonic):
-        self.per_minute, self.clock = per_minute, clock
-        self._times: dict[str, deque] = {}
-        self._lock = threading.Lock()
-
-    def allow(self, key: str) -> bool:
-        now = self.clock()
-        with self._lock:
-            for stale in [k for k, t in self._times.items() if not t or t[-1] <= now - 60]:
-                del self._times[stale]
-            times = self._times.setdefault(key, deque())
-            while times and times[0] <= now - 60:
-                times.popleft()
-            if len(times) >= self.per_minute:
-                return False
-            times.append(now)
-            return True
-
-
 def client_address(scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "?"
@@ -134,11 +114,11 @@ class VisitorGate:
     """ASGI middleware: bodies bounded, files refused, sessions per address bounded (module docstring)."""
 
     def __init__(self, app, *, sessions: Sessions | None = None, max_body: int = MAX_BODY_BYTES,
-                 logins: Counter | None = None):
+                 logins: WriteLimiter | None = None):
         self.app = app
         self.sessions = sessions or Sessions()
         self.max_body = max_body
-        self.logins = logins or Counter(LOGINS_PER_MINUTE)
+        self.logins = logins or WriteLimiter(LOGINS_PER_MINUTE)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") != "POST":

@@ -26,13 +26,14 @@ import os
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from ..index import questions
 from ..index.visitorbank import VisitorBank
+from ..measure.feedback import WriteLimiter
 
 KEY_FILE = "web_visitor.key"
 MINTS_PER_HOUR = 30  # new visitor ids handed to one address in an hour
@@ -70,8 +71,7 @@ class Visitors:
     def __init__(self, helper, bank: VisitorBank, key: bytes, *, mints_per_hour: int = MINTS_PER_HOUR,
                  clock=time.monotonic):
         self.helper, self.bank, self._key = helper, bank, key
-        self.mints_per_hour, self.clock = mints_per_hour, clock
-        self._mints: dict[str, deque] = {}
+        self._mints = WriteLimiter(mints_per_hour, clock=clock, window=3600.0)
         self._own: OrderedDict[str, questions.Learned] = OrderedDict()
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -89,16 +89,8 @@ class Visitors:
 
     def mint(self, address: str) -> str | None:
         """A new visitor's token; None when `address` had MINTS_PER_HOUR of them this hour."""
-        now = self.clock()
-        with self._lock:
-            for stale in [a for a, times in self._mints.items() if not times or times[-1] <= now - 3600]:
-                del self._mints[stale]
-            times = self._mints.setdefault(address, deque())
-            while times and times[0] <= now - 3600:
-                times.popleft()
-            if len(times) >= self.mints_per_hour:
-                return None
-            times.append(now)
+        if not self._mints.allow(address):
+            return None
         visitor = "v-" + secrets.token_urlsafe(16)
         return f"{visitor}.{self._sign(visitor)}"
 
