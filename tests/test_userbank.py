@@ -275,38 +275,50 @@ def test_without_a_bank_the_shipped_questions_are_searched_as_before(seeds_index
 # -- the web chat's vote handler and the "matched:" line --------------------------------------
 
 
-def test_a_web_vote_teaches_the_bank_and_taking_it_back_forgets(seeds_helper, monkeypatch):
+def _visitors(helper, folder):
+    from rlhelper.index.visitorbank import VisitorBank
+    from rlhelper.web.visitors import Visitors
+
+    return Visitors(helper, VisitorBank(folder / "visitors.sqlite3"), b"k" * 32)
+
+
+def test_a_web_vote_teaches_its_visitor_and_suggests_it_to_the_operator(seeds_helper, monkeypatch, tmp_path):
     from rlhelper.web import answering, votes
     from rlhelper.web import session as web_session
 
     monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
-    helper, session = seeds_helper, web_session.new_session()
+    helper, session = seeds_helper, web_session.new_session("v-alice")
+    visitors = _visitors(helper, tmp_path)
     question = "wake_up timed out after 60s, what now"
     *_, (history, session) = answering.respond(helper, question, [], "", "", session)
     position = len(history) - 1
     lead = session["answers"][position]["entry_ids"][0]
-    try:
-        assert "will lead for this question" in votes.learn_from_vote(helper, session, position, "Like")
-        [record] = [r for r in helper.user_bank.records() if r.entry_id == lead]
-        assert (record.vote, record.source) == (1, "web")
-        assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike")
-        assert [r.vote for r in helper.user_bank.records() if r.entry_id == lead] == [-1]
-        votes.learn_from_vote(helper, session, position, "")  # the vote taken back
-        assert [r for r in helper.user_bank.records() if r.entry_id == lead] == []
-    finally:
-        helper.user_bank.remove(entry=lead) if any(r.entry_id == lead for r in helper.user_bank.records()) else None
+    held = helper.user_bank.records()
+    said = votes.learn_from_vote(helper, session, position, "Like", visitors=visitors, address="198.51.100.7")
+    assert "will lead for this question for you" in said and "once the server's operator approves it" in said
+    [record] = visitors.bank.votes_of("v-alice")
+    assert (record.entry_id, record.vote) == (lead, 1)
+    assert helper.user_bank.records() == held  # the operator's bank is not touched
+    [suggestion] = visitors.bank.suggestions(helper.user_bank)
+    assert (suggestion.visitors, suggestion.addresses, suggestion.vote) == (1, 1, 1)
+    assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike", visitors=visitors)
+    assert [r.vote for r in visitors.bank.votes_of("v-alice")] == [-1]
+    votes.learn_from_vote(helper, session, position, "", visitors=visitors)  # the vote taken back
+    assert visitors.bank.votes_of("v-alice") == [] and visitors.bank.suggestions(helper.user_bank) == []
+    assert helper.user_bank.records() == held
 
 
-def test_a_vote_on_no_match_or_a_question_teaches_nothing(seeds_helper, monkeypatch):
+def test_a_vote_on_no_match_or_a_question_teaches_nothing(seeds_helper, monkeypatch, tmp_path):
     from rlhelper.web import answering, votes
     from rlhelper.web import session as web_session
 
     monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
-    session = web_session.new_session()
+    session, visitors = web_session.new_session("v-bob"), _visitors(seeds_helper, tmp_path)
     *_, (history, session) = answering.respond(seeds_helper, "What is the best recipe for sourdough bread with rye flour?",
                                          [], "", "", session)
-    assert votes.learn_from_vote(seeds_helper, session, len(history) - 1, "Like") == ""
-    assert votes.learn_from_vote(seeds_helper, session, 0, "Like") == ""  # the user's own message
+    assert votes.learn_from_vote(seeds_helper, session, len(history) - 1, "Like", visitors=visitors) == ""
+    assert votes.learn_from_vote(seeds_helper, session, 0, "Like", visitors=visitors) == ""  # the user's own message
+    assert visitors.bank.votes_of("v-bob") == []
 
 
 def test_matched_is_escaped_and_short():

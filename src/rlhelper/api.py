@@ -100,11 +100,13 @@ class Helper:
     # -- searching -----------------------------------------------------------------
 
     def retrieve(self, query: str, k: int = 10, *, framework=None, collection=None, lang=None,
-                 mode: str | None = None, exclude=()) -> Retrieval:
+                 mode: str | None = None, exclude=(), own_votes=None) -> Retrieval:
         """Full search result: hits, normalised query, truncation, abstention and its confidence.
-        `exclude`: entry ids whose sections to leave out."""
+        `exclude`: entry ids whose sections to leave out. `own_votes`: one web visitor's votes
+        (questions.Learned, web/visitors.py), applied for this search alone."""
         filters = self.filters(framework=framework, collection=collection, lang=lang)
-        return self.retriever.search(query, k=k, mode=mode or self.mode, exclude=exclude, **filters)
+        return self.retriever.search(query, k=k, mode=mode or self.mode, exclude=exclude, own_votes=own_votes,
+                                     **filters)
 
     def filters(self, *, framework=None, collection=None, lang=None) -> dict:
         """Filter values as the index spells them (any case accepted). A value the index does not
@@ -135,14 +137,15 @@ class Helper:
         return self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode).hits
 
     def ask(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
-            mode: str | None = None, previous: Answer | None = None) -> Answer:
+            mode: str | None = None, previous: Answer | None = None, own_votes=None) -> Answer:
         """A grounded extractive answer with numbered citations, or an honest abstention.
 
         `previous`, the answer before this one in a conversation, lets a short follow-up
         ("what about verl?", "and on multiple nodes?") be read with the question it follows
-        (followup.py). The answer says so when it was.
+        (followup.py). The answer says so when it was. `own_votes`: as for `retrieve`.
         """
-        search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode or self.mode}
+        search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode or self.mode,
+                  "own_votes": own_votes}
         if not self._may_follow(query, previous):
             return self._answer(query, **search)
         cued = followup.has_cue(query)
@@ -187,9 +190,9 @@ class Helper:
                                    notices=[notice, *answer.notices]), moved_to is not None
 
     def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
-                users_filters: bool = True) -> Answer:
+                users_filters: bool = True, own_votes=None) -> Answer:
         result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode,
-                               exclude=exclude)
+                               exclude=exclude, own_votes=own_votes)
         notices = list(result.notices)
         if result.abstained and (framework or collection or lang) and users_filters:
             notices += self._outside_the_filters(query, mode)

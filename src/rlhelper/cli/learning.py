@@ -142,3 +142,58 @@ def questions_import(source):
     counts = UserBank().import_file(source)
     click.echo(f"{counts['added']} added, {counts['changed']} changed (a newer vote), {counts['unchanged']} "
                "already held")
+
+
+@questions.command("review")
+@click.option("--approve", "approve", multiple=True, metavar="ID", help="Approve this suggestion (repeatable).")
+@click.option("--reject", "reject", multiple=True, metavar="ID", help="Reject this suggestion (repeatable).")
+@click.option("--approve-all", is_flag=True, help="Approve every pending suggestion.")
+@click.option("--all", "every", is_flag=True, help="List reviewed suggestions too, with their verdict.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line instead of a table.")
+def questions_review(approve, reject, approve_all, every, as_json):
+    """Web visitors' votes, waiting for you: approve them into your bank (they teach everyone) or reject them.
+
+    A visitor's vote teaches that visitor at once; it reaches other visitors, and `rlhelper ask`, only
+    once approved here (unless the server runs with --learn-from-votes). Listed with how many
+    distinct visitors, from how many addresses, made each, and the filters they voted under.
+    """
+    from ..index.userbank import UserBank
+    from ..index.visitorbank import VisitorBank, default_path
+
+    bank = UserBank()
+    visitors = VisitorBank(default_path(bank))
+    if approve or reject or approve_all:
+        done = visitors.review(bank, approve, reject, approve_all=approve_all)
+        for verdict, group in done.items():
+            for s in group:
+                click.echo(f"{verdict} [{s.id}] {_shown(s.text, 60)} -> {_shown(s.entry['heading'], 60)}")
+        click.echo(f"{len(done['approved'])} approved (in your bank now, source review), "
+                   f"{len(done['rejected'])} rejected", err=True)
+        return
+    found = visitors.suggestions(bank, every=every)
+    if as_json:
+        for s in found:
+            click.echo(json.dumps(s.to_dict(), ensure_ascii=False))
+        return
+    if not found:
+        click.echo(f"No {'' if every else 'pending '}suggestions from web visitors ({visitors.path}).", err=True)
+        return
+    for s in found:
+        vote = click.style("+1", fg="green") if s.vote > 0 else click.style("-1", fg="red")
+        people = f"{s.visitors} visitor{'s' if s.visitors != 1 else ''}, {s.addresses} address" \
+                 f"{'es' if s.addresses != 1 else ''}"
+        filters = "; ".join(_shown(f, 40) for f in s.filters if f)
+        verdict = "" if s.verdict == "pending" else f"; {s.verdict}"
+        click.echo(f"{click.style(s.id, bold=True)}  {vote}  {_shown(s.text, 70)}")
+        click.echo(click.style(f"            -> {_shown(s.entry['heading'], 60)}  ({_shown(s.entry['collection'], 20)}/"
+                               f"{_shown(s.entry['doc'], 60)}; {people}, last {s.last}"
+                               + (f"; voted with {filters}" if filters else "") + f"{verdict})", dim=True))
+    click.echo(f"{len(found)} suggestion{'s' if len(found) != 1 else ''}: `rlhelper questions review --approve ID` "
+               "or --reject ID (or --approve-all)", err=True)
+
+
+def _shown(text: str, width: int) -> str:
+    """Visitor text for the terminal: one line, no escape sequence, cut to `width`."""
+    from ..ingest.parse.inline import clean_text
+
+    return _short(clean_text(str(text)), width)

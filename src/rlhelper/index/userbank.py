@@ -40,7 +40,7 @@ from ..errors import UserBankError
 FILE_NAME = "questions.jsonl"
 VECTORS_SUFFIX = ".vectors.npz"
 LAST_ANSWER_FILE = "last_answer.json"
-SOURCES = ("web", "cli", "chat", "import")
+SOURCES = ("web", "cli", "chat", "import", "review")  # review: a visitor's suggestion the operator approved
 MAX_QUESTION_CHARS = 2_000  # as the shipped bank: a longer text is a log, not a question
 MAX_RECORDS = 100_000
 
@@ -174,15 +174,19 @@ class UserBank:
 
     # -- changing it --------------------------------------------------------------------
 
-    def add(self, text: str, entry: dict, vote: int, source: str) -> LearnedQuestion:
+    def add(self, text: str, entry: dict, vote: int, source: str, *, keep: Iterable[str] = ()) -> LearnedQuestion:
         """Record that `entry` ({entry_id, collection, doc, heading}) does (+1) or does not (-1)
-        answer `text`; replaces an earlier vote on the same pair."""
+        answer `text`; replaces an earlier vote on the same pair, unless that one's source is in
+        `keep` (a visitor's vote never replaces the operator's record): then returns the held one."""
         try:
             record = LearnedQuestion.from_dict({**entry, "text": text, "vote": vote, "time": _now()}, source=source)
         except ValueError as exc:
             raise UserBankError(f"cannot learn this question: {exc}.") from exc
         with self._locked():
             records = {r.key: r for r in self.records()}
+            held = records.get(record.key)
+            if held is not None and held.source in set(keep):
+                return held
             records.pop(record.key, None)
             records[record.key] = record
             self._write(records.values())
@@ -212,12 +216,14 @@ class UserBank:
                 self._write(r for r in records if r.key not in gone)
         return removed
 
-    def forget(self, text: str, entry: dict) -> bool:
-        """Remove the record of this (question, entry), if any (a vote taken back)."""
+    def forget(self, text: str, entry: dict, *, source: str | None = None, vote: int | None = None) -> bool:
+        """Remove the record of this (question, entry), if any (a vote taken back); with `source`
+        and `vote`, only a record of that source and vote (a visitor's, not the operator's)."""
         key = (normalize(text), entry.get("collection"), entry.get("doc"), entry.get("heading"))
         with self._locked():
             records = self.records()
-            kept = [r for r in records if r.key != key]
+            kept = [r for r in records if r.key != key or (source is not None and r.source != source)
+                    or (vote is not None and r.vote != vote)]
             if len(kept) != len(records):
                 self._write(kept)
                 return True

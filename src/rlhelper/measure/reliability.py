@@ -23,6 +23,12 @@ Everything happens in a temporary folder: the index named is only copied.
     web         attacks on the web app on 127.0.0.1 (webtrials.py): a visitor's own LLM URL
                 (SSRF and key leak) refused, hand-made votes answered 400, an oversized comment
                 refused, a vote flood bounded, a slow question cut while a normal one is answered
+    trust       issue 31's attacks (web/trusttrials.py): a stranger's votes, filters, spam, pasted
+                secrets and take-backs leave another visitor's answer and the operator's records
+                as they were; fresh browsers claiming other addresses in X-Forwarded-For stay
+                within one address's vote limit; Gradio's upload routes take no file
+    memory      20 clients sending 2 MB questions for `seconds` to a `rlhelper serve` process:
+                its resident memory at start, peak and end (target: under 1 GB)
     escapes, llm, giant, symlinks, sections
                 attacks on the CLI and ingest (clitrials.py): terminal escapes on a pty, a
                 misbehaving model server, a giant section, links out of a docs folder, twin

@@ -192,8 +192,11 @@ class Retriever:
         lang=None,
         mode: str = "hybrid",
         exclude: Iterable[str] = (),
+        own_votes: questions.Learned | None = None,
     ) -> Retrieval:
-        """`exclude`: entry ids whose sections are left out (a follow-up wants something new)."""
+        """`exclude`: entry ids whose sections are left out (a follow-up wants something new).
+        `own_votes`: one web visitor's votes (web/visitors.py), applied after the user bank's, for
+        their searches alone."""
         if mode not in MODES:
             raise QueryError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
         query = check_query(query)
@@ -205,7 +208,7 @@ class Retriever:
             rows = [self.index.row_of(i) for i in exclude]
             left_out = {section_key(self.index.entries[r]) for r in rows + [t for r in rows for t in self._twin_rows(r)]}
             allowed &= ~np.array([section_key(e) in left_out for e in self.index.entries])
-        ranking, signals = self.assess(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
+        ranking, signals = self.assess(normalized, allowed, depth=max(CANDIDATES, k), mode=mode, own_votes=own_votes)
 
         asker = "zh" if lexical.has_han(normalized.text) else "en"
         hits = [
@@ -226,9 +229,10 @@ class Retriever:
                          weak)
 
     def assess(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
-               mode: str = "hybrid") -> tuple[Ranking, Signals | None]:
+               mode: str = "hybrid", own_votes: questions.Learned | None = None) -> tuple[Ranking, Signals | None]:
         """The ranking and the signals of its top entry; in judge mode, after the judge's say."""
-        ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode)
+        ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode,
+                            own_votes=own_votes)
         signals = self.signals(normalized.text, ranking, allowed)
         if mode != "judge" or signals is None:
             return ranking, signals
@@ -240,7 +244,7 @@ class Retriever:
         return judged, replace(signals, judge=probability)
 
     def rank(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
-             mode: str = "hybrid") -> Ranking:
+             mode: str = "hybrid", own_votes: questions.Learned | None = None) -> Ranking:
         """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
         text = normalized.text
         learned = self.learned()
@@ -262,6 +266,9 @@ class Retriever:
         pinned: dict[tuple, str] = {}
         if not learned.empty:
             fused, pinned = self.apply_votes(fused, learned, text, allowed, mode)
+        if own_votes is not None and not own_votes.empty:  # the visitor's own say comes last: it leads for them
+            fused, theirs = self.apply_votes(fused, own_votes, text, allowed, mode)
+            pinned = {**pinned, **theirs}
         return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked, pinned,
                        bool(fused) and self._group(fused[0][0]) in pinned)
 

@@ -1,5 +1,6 @@
 """Thumbs up/down and comments on the web chat's answers: stored for `rlhelper feedback export`, and
-taught to the user's question bank (a thumbs-up makes the answer's entry lead for its question).
+taught to the visitor who voted (a thumbs-up makes the answer's entry lead for its question), as a
+suggestion to the operator's bank (learn_from_vote).
 
 Plain functions taking the FeedbackStore / Helper and the browser session explicitly, so tests call
 them without a browser. Votes and comments are bounded per client and in total (feedback.py).
@@ -70,29 +71,49 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
     return session, f"Thanks: answer marked {thanks}. Add a comment below if you like (optional)."
 
 
-def learn_from_vote(helper, session: dict | None, index, liked) -> str:
-    """A thumbs-up adds the answer's question to the user's bank for its lead entry, a thumbs-down
-    demotes that entry for it, taking the vote back removes what it added. Returns a note for
-    the status line ("" when there is nothing to say)."""
-    bank = helper.user_bank
+OPERATOR_SOURCES = ("cli", "chat", "import", "review")  # records no visitor's vote replaces or removes
+
+
+def learn_from_vote(helper, session: dict | None, index, liked, *, visitors=None, address: str = "?",
+                    learn_for_all: bool = False) -> str:
+    """What a vote teaches (issue 31): a thumbs-up makes the answer's lead entry lead for its question,
+    a thumbs-down keeps it from leading, taking the vote back undoes that; for the visitor who voted
+    (visitors.py: kept in the visitor store, applied to their own searches), and for everyone else
+    only once the operator approves it (`rlhelper questions review`), or at once on a server started
+    with `--learn-from-votes` (the bank's source "web"; never over the operator's own records).
+    Returns a note for the status line ("" when there is nothing to say)."""
     position = index[0] if isinstance(index, list | tuple) else index
     turn = (session or {}).get("answers", {}).get(int(position)) if position is not None else None
     taught = turn.get("learn") if turn else None
-    if bank is None or not taught:
+    if visitors is None or not taught:
         return ""
-    vote = _vote_of(liked)
+    visitor = (session or {}).get("visitor")
+    if not visitor:
+        return " (Not learned: this page has no visitor id yet; reload it to get one.)"
+    vote, question, entry = _vote_of(liked), taught["question"], taught["entry"]
+    bank = helper.user_bank if learn_for_all else None
     try:
         if vote is None:
-            bank.forget(taught["question"], taught["entry"])
+            earlier = turn.pop("learned_vote", None)
+            visitors.bank.take_back(visitor, question, entry)
+            if bank is not None and earlier and not visitors.bank.others_hold(visitor, question, entry, earlier):
+                bank.forget(question, entry, source="web", vote=earlier)
             return ""
-        bank.add(taught["question"], taught["entry"], vote, "web")
+        visitors.bank.record(visitor, address, question, entry, vote, turn.get("filters") or "")
+        turn["learned_vote"] = vote
+        if bank is not None:
+            bank.add(question, entry, vote, "web", keep=OPERATOR_SOURCES)
     except RlhelperError as err:
         log.warning("the vote was not learned: %s", err)
-        return f" (Not learned: {err})"
-    heading = taught["entry"].get("heading") or "this entry"
+        return f" (Not learned: {render.esc(str(err))})"
+    finally:
+        visitors.changed(visitor)
+    heading = render.esc(entry.get("heading") or "this entry")
+    whom = "for everyone" if bank is not None else "for you"
+    others = "" if bank is not None else " Others see it once the server's operator approves it."
     if vote > 0:
-        return f" “{render.esc(heading)}” will lead for this question from now on."
-    return f" “{render.esc(heading)}” will not lead for this question again."
+        return f" “{heading}” will lead for this question {whom} from now on.{others}"
+    return f" “{heading}” will not lead for this question {whom} again.{others}"
 
 
 def add_comment(store: FeedbackStore, session: dict | None, comment: str,
