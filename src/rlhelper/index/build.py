@@ -205,6 +205,36 @@ def save_index(path: Path, contents: IndexContents) -> dict:
     return manifest
 
 
+def rewrite_manifest(path: Path, *, collections: dict) -> dict:
+    """A new version of the index at `path` that differs from the live one by its collection records
+    only (a git source read at a new commit whose documents did not change), swapped in as
+    `save_index` does. The other files are hard links to the live version's (versions are never
+    changed in place), copied where the file system has no links. Call it under `index_lock`."""
+    path = Path(path)
+    live = live_folder(path)
+    manifest = read_manifest(path, live)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for file in sorted(p for p in live.rglob("*") if p.is_file() and p != live / MANIFEST):
+        target = tmp / file.relative_to(live)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(file, target)
+        except OSError:
+            shutil.copy2(file, target)
+    manifest = {**manifest, "collections": collections}
+    manifest["checksum"] = manifest_checksum(manifest)
+    (tmp / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    _fsync_file(tmp / MANIFEST)
+    for sub in [p for p in tmp.rglob("*") if p.is_dir()] + [tmp]:
+        _fsync_dir(sub)
+    version = path.parent / f".{path.name}.v-{time.time_ns():x}-{os.getpid()}"
+    os.rename(tmp, version)
+    _swap_in(path, version)
+    return manifest
+
+
 def _swap_in(path: Path, version: Path) -> None:
     parent = path.parent
     previous = None

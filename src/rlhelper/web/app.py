@@ -91,7 +91,13 @@ def _client_keys(request: gr.Request | None) -> tuple[str, ...]:
 def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | None = None,
               time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None) -> gr.Blocks:
     """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3).
-    `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option)."""
+    `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option).
+    Each request answers from the index's version live when it starts (api.LiveHelper): an ingest or
+    `rlhelper sync` is picked up without a restart."""
+    from ..api import LiveHelper
+
+    live = helper if isinstance(helper, LiveHelper) else LiveHelper(helper)
+    helper = live.current()
     store = FeedbackStore(feedback_db)
     endpoints = llm_endpoints(llm)
     limiter = WriteLimiter(**({} if writes_per_minute is None else {"per_minute": writes_per_minute}))
@@ -100,6 +106,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         return gr.Error(f"Refused: {err}.", print_exception=False)
 
     def ask(message, history, framework, collection, session, llm_name):
+        helper = live.current()
         try:
             message, history, framework, collection, settings = checked_ask(
                 helper, endpoints, message, history, framework, collection, llm_name)
@@ -117,7 +124,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         except RequestError as err:
             raise refused(err) from None
         if status.startswith(("Thanks", "Vote removed")):  # recorded: refused or full votes teach nothing
-            status += learn_from_vote(helper, session, payload.get("index"), payload.get("liked"))
+            status += learn_from_vote(live.current(), session, payload.get("index"), payload.get("liked"))
         return session, status, gr.update(visible=True)
 
     def comment(session, text, request: gr.Request):
@@ -130,8 +137,12 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
 
     def open_link(request: gr.Request):
         question, framework_name, collection_name = linked_question(dict(request.query_params))
-        return (question, framework_name if framework_name in helper.frameworks else "",
-                collection_name if collection_name in helper.collections else "")
+        helper = live.current()  # the filters offer what the index holds now
+        return (question,
+                gr.update(choices=_choices("All frameworks", helper.frameworks),
+                          value=framework_name if framework_name in helper.frameworks else ""),
+                gr.update(choices=_choices("All collections", helper.collections),
+                          value=collection_name if collection_name in helper.collections else ""))
 
     def ask_linked(message, *rest):
         if message:  # no ?q=: the page opens empty
