@@ -147,13 +147,14 @@ class SmartHTTP:
     """git's smart HTTP protocol: `git http-backend` (CGI) behind a small threaded HTTP server on 127.0.0.1.
 
     `password`: answer 401 without it (basic auth, any user). `stall`: seconds to wait before each
-    answer (a slow or hanging server). `requests`: the paths asked, in order.
+    answer after the first `stall_from` (a slow or hanging server). `requests`: the paths asked, in order.
     """
 
     def __init__(self, root: Path, *, password: str | None = None):
         self.root = Path(root)
         self.password = password
         self.stall = 0.0
+        self.stall_from = 0
         self.requests: list[str] = []
         outer = self
 
@@ -169,7 +170,7 @@ class SmartHTTP:
 
             def _cgi(self):
                 outer.requests.append(self.path)
-                if outer.stall:
+                if outer.stall and len(outer.requests) > outer.stall_from:
                     time.sleep(outer.stall)
                 if outer.password is not None and not self._authorised():
                     self.send_response(401)

@@ -6,13 +6,15 @@ counts of embedded texts are exact."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from git_upstream import GitDaemon, SmartHTTP, Upstream, isolate
+from git_upstream import GitDaemon, SmartHTTP, Upstream, git, isolate
 
 from rlhelper.errors import GitSourceError, IndexLockedError
 from rlhelper.index import build
@@ -291,3 +293,162 @@ def test_a_server_that_ignores_the_filter_is_named_and_capped(tmp_path, fake_emb
     with pytest.raises(GitSourceError, match=r"brought more than 1 MB \(setting git_max_mb\)"):
         _ingest(up.url, tmp_path / "index2", collection="unf", paths=["docs", "data"])
     assert not (tmp_path / "index2").exists()
+
+
+# --- refs, links, and what the checkout holds ------------------------------------------------------
+
+
+def test_a_tag_and_a_commit_id_are_read_and_a_pinned_commit_never_moves(tmp_path, upstream, fake_embedder):
+    first = upstream.head()
+    upstream.tag("v1.0")
+    upstream.commit("faq: after the tag", {"docs/faq.md": FAQ + "\n## After the tag\n\nNot in v1.0.\n"})
+    index = tmp_path / "index"
+    _ingest(upstream.url, index, ref="v1.0", collection="tagged")
+    assert _collection(index, "tagged")["sync"]["commit"] == first
+    assert "After the tag" not in {e.heading for e in _entries(index, "tagged")}
+    _ingest(upstream.url, index, ref=first, collection="pinned")
+    upstream.commit("faq: later", {"docs/faq.md": FAQ + "\n## Later\n\nStill not pinned.\n"})
+    report = sync_index(index, embedder="test:fake")
+    assert {s.collection: s.status for s in report.sources} == {"tagged": "up to date", "pinned": "up to date"}
+
+
+def test_links_leaving_the_checkout_are_skipped_and_named(tmp_path, fake_embedder):
+    up = Upstream(tmp_path / "links", "links")
+    (up.work / "docs").mkdir(parents=True)
+    os.symlink("/etc/passwd", up.work / "docs" / "passwd.md")
+    os.symlink("../README.md", up.work / "docs" / "readme-link.md")
+    git("add", "docs/passwd.md", "docs/readme-link.md", cwd=up.work)
+    up.commit("docs with links", {"docs/faq.md": FAQ, "README.md": "# Top\n\nText.\n"})
+    report, _ = _ingest(up.url, tmp_path / "index", collection="links")
+    skipped = dict(report.not_followed)
+    assert any(path.endswith("docs/passwd.md") and "outside the folder" in why for path, why in skipped.items())
+    # README.md is not under docs/: not checked out, so the link inside leads nowhere
+    assert any(path.endswith("docs/readme-link.md") for path in skipped)
+    assert {e.doc for e in _entries(tmp_path / "index", "links")} == {"docs/faq.md"}
+
+
+def test_git_lock_files_left_by_a_killed_run_do_not_stop_the_next(tmp_path, upstream, fake_embedder):
+    index = tmp_path / "index"
+    _, read = _ingest(upstream.url, index)
+    git_dir = Path(read.record["checkout"]) / "repo" / ".git"
+    for name in ("index.lock", "shallow.lock", "config.lock"):
+        (git_dir / name).write_text("")
+    upstream.commit("faq: new", {"docs/faq.md": FAQ + "\n## Checkpoint resume fails\n\nPass --resume.\n"})
+    assert sync_index(index, embedder="test:fake").sources[0].status == "updated"
+
+
+def test_a_damaged_checkout_is_made_again(tmp_path, upstream, fake_embedder):
+    index = tmp_path / "index"
+    _, read = _ingest(upstream.url, index)
+    shutil.rmtree(Path(read.record["checkout"]) / "repo" / ".git" / "objects")
+    upstream.commit("faq: new", {"docs/faq.md": FAQ + "\n## Checkpoint resume fails\n\nPass --resume.\n"})
+    report = sync_index(index, embedder="test:fake")
+    assert report.sources[0].status == "updated", report.sources[0].message
+
+
+# --- the question bank follows upstream ------------------------------------------------------------
+
+
+def test_bank_questions_of_renamed_or_removed_sections_are_reported_and_new_sections_found_by_heading(
+        tmp_path, upstream, fake_embedder, monkeypatch):
+    from rlhelper.api import Helper
+    from rlhelper.index.userbank import UserBank
+
+    bank = tmp_path / "bank"
+    (bank / "widget").mkdir(parents=True)
+    (bank / "widget" / "faq.jsonl").write_text(json.dumps(
+        {"collection": "widget", "doc": "docs/faq.md", "heading": "Rollout hangs at startup",
+         "questions": ["workers stuck waiting at launch", "rollout never starts"]}) + "\n", encoding="utf-8")
+    (bank / "widget" / "install.jsonl").write_text(json.dumps(
+        {"collection": "widget", "doc": "docs/install.md", "heading": "CUDA version mismatch",
+         "questions": ["wrong cuda wheel"]}) + "\n", encoding="utf-8")
+    monkeypatch.setenv("RLHELPER_QUESTION_BANK_DIR", str(bank))
+    index = tmp_path / "index"
+    _ingest(upstream.url, index)
+    nan = next(e for e in _entries(index) if e.heading == "Loss is NaN after a few steps")
+    UserBank().add("loss goes nan", {"entry_id": nan.id, "collection": "widget", "doc": nan.doc,
+                                     "heading": nan.heading}, 1, "cli")
+    faq = FAQ.replace("## Rollout hangs at startup", "## Rollout hangs while starting")
+    faq = faq[:faq.index("## Loss is NaN")] + "## EGL rendering picks the wrong GPU\n\nSet `EGL_DEVICE_ID`.\n"
+    upstream.commit("faq: rename, remove, add", {"docs/faq.md": faq})
+    report = sync_index(index, embedder="test:fake")
+    notes = "\n".join(report.notes)
+    assert ("question bank: 2 question(s) for “Rollout hangs at startup” in widget/docs/faq.md, which the index "
+            "no longer holds") in notes
+    assert ("your question bank: 1 question(s) learned for “Loss is NaN after a few steps” in widget/docs/faq.md, "
+            "which upstream removed") in notes
+    # The new section has no question yet: its own heading stands for one, so it is found by it.
+    loaded = Index.load(index)
+    new_row = next(i for i, e in enumerate(loaded.entries) if e.heading == "EGL rendering picks the wrong GPU")
+    asked = [(t, s) for r, t, s in zip(loaded.questions.rows, loaded.questions.texts, loaded.questions.sources,
+                                         strict=True) if r == new_row]
+    assert asked == [("EGL rendering picks the wrong GPU", "heading")]
+    hits = Helper.load(index, user_bank=False).search("EGL rendering picks the wrong GPU", k=1)
+    assert hits[0].entry.heading == "EGL rendering picks the wrong GPU"
+
+
+# --- what `rlhelper info` says about a source, offline ----------------------------------------------
+
+
+def test_info_shows_each_source_its_commit_and_that_upstream_moved(tmp_path, upstream, fake_embedder):
+    from rlhelper.ingest.status import index_info, render_info
+
+    index = tmp_path / "index"
+    _ingest(upstream.url, index)
+    described = index_info(index)
+    (widget,) = described.collections
+    assert widget.sync["commit"] == upstream.head() and widget.sync["url"] == upstream.url
+    assert widget.sync["behind"].startswith("up to date when last checked")
+    upstream.rename("docs", "documentation", "move the docs")  # the sync fails: the index stays behind
+    assert sync_index(index, embedder="test:fake").sources[0].status == "failed"
+    described = index_info(index)
+    assert described.collections[0].sync["behind"].startswith(f"behind: upstream had moved to {upstream.head()[:12]}")
+    text = render_info(described)
+    assert f"from git {upstream.url} @ default branch (docs)" in text
+    assert "citations without a web link" in text and "`rlhelper sync` brings it in" in text
+    assert not described.out_of_date  # a synced collection is not compared with a folder
+
+
+# --- GitHub threads are synced beside the docs -------------------------------------------------------
+
+
+def test_sync_brings_github_threads_up_to_date_beside_git_docs(tmp_path, upstream, fake_embedder, monkeypatch):
+    from click.testing import CliRunner
+    from github_fake import TOKEN, FakeGitHub, comment, issue
+
+    from rlhelper.cli.main import main
+
+    index = tmp_path / "index"
+    _ingest(upstream.url, index)
+    with FakeGitHub() as fake:
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        monkeypatch.setenv("MY_GH_TOKEN", TOKEN)
+        ran = CliRunner().invoke(main, ["ingest", "--github", "acme/widgetrl", "--github-token-env", "MY_GH_TOKEN",
+                                        "--index", str(index), "--quiet"])
+        assert ran.exit_code == 0, ran.output
+        fake.requests.clear()
+        quiet = sync_index(index)
+        assert {s.collection: s.status for s in quiet.sources} == {"widget": "up to date",
+                                                                    "github:acme/widgetrl": "up to date"}
+        assert [r.split("?")[0] for r in fake.requests] == ["/repos/acme/widgetrl/issues"]
+        fake.issues.append(issue(7, "GizmoTimeout when the rollout starts", "It times out.", "2025-04-01T12:00:00Z",
+                                 comments=1))
+        fake.comments[7] = [comment(701, 7, "maint", "MEMBER", "Raise `gizmo.timeout` to 600.", "2025-04-01")]
+        report = sync_index(index)
+    threads = {s.collection: s for s in report.sources}["github:acme/widgetrl"]
+    assert threads.status == "updated" and threads.fetched == 1
+    assert [r.heading for r in report.changes["github:acme/widgetrl"].added] == \
+        ["GizmoTimeout when the rollout starts"]
+    record = _collection(index, "github:acme/widgetrl")["sync"]
+    assert record["token_env"] == "MY_GH_TOKEN" and TOKEN not in json.dumps(record)
+
+
+def test_an_index_without_sources_says_how_to_add_one(tmp_path, fake_embedder):
+    from rlhelper.errors import ConfigError
+    from rlhelper.ingest.pipeline import ingest
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "faq.md").write_text(FAQ, encoding="utf-8")
+    ingest([tmp_path / "docs"], index=tmp_path / "index", embedder="test:fake")
+    with pytest.raises(ConfigError, match=r"records no source to sync: add one with `rlhelper ingest --git URL"):
+        sync_index(tmp_path / "index")

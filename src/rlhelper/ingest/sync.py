@@ -23,7 +23,7 @@ point leaves the previous index serving.
 
 from __future__ import annotations
 
-import os
+import hashlib
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -134,12 +134,16 @@ def github_record(repo: str, *, labels: str | None, include_unresolved: bool, ap
             "store": store_signature(issues_file)}
 
 
-def store_signature(file: Path) -> list[int] | None:
+def store_signature(file: Path) -> str | None:
+    """The thread store's content hash: a sync rewrites (compacts) the file even when nothing changed."""
+    digest = hashlib.sha256()
     try:
-        st = os.stat(file)
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns]
+    return digest.hexdigest()
 
 
 def _documents_of(manifest: dict | None, collection: str) -> dict[str, dict]:

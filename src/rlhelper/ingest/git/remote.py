@@ -33,7 +33,7 @@ SCHEMES = ("file", "https", "http", "ssh", "git")
 _SCP_LIKE = re.compile(r"^(?P<user>[A-Za-z0-9._~+-]+)@(?P<host>[A-Za-z0-9.-]+):(?P<path>[^\s]+)$")
 _HEX_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # A branch or tag name as `git check-ref-format` accepts it, kept to the characters refs use in practice.
-_REF = re.compile(r"^(?!-)(?!.*\.\.)(?!.*@\{)(?!.*//)(?!.*\.lock(?:/|$))(?!.*/\.)(?!\.)[A-Za-z0-9._/+-]{1,200}(?<![./])$")
+_REF = re.compile(r"^(?![-/])(?!.*\.\.)(?!.*@\{)(?!.*//)(?!.*\.lock(?:/|$))(?!.*/\.)(?!\.)[A-Za-z0-9._/+-]{1,200}(?<![./])$")
 _PATH_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f*?\[\]\\!#]")
 MAX_PATHS = 50
 
