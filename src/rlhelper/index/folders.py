@@ -24,9 +24,11 @@ from pathlib import Path
 
 from .. import config
 from ..errors import (
+    IndexCorruptError,
     IndexMissingError,
     IndexStaleError,
 )
+from ..version import __version__
 
 MANIFEST = "manifest.json"
 ENTRIES = "entries.jsonl"
@@ -34,6 +36,9 @@ DENSE = "dense.faiss"
 LEXICAL = "lexical"
 PARSED = "parsed.jsonl"
 PARSED_VECTORS = "parsed_vectors.npy"
+FORMAT_VERSION = 2  # 2: entries carry `twins` (twins.py)
+OLDEST_FORMAT = 1  # read as the current one without twins; the next ingest links them
+FAISS_TYPES = ("flat", "hnsw", "ivf")
 GITHUB_SOURCE = "github:"  # a collection's source when it holds a repository's issue threads
 MOVED_SUFFIX = "-moved"  # a plain index folder set aside by _swap_in, until the link is in
 
@@ -157,3 +162,45 @@ def live_folder(path: Path) -> Path | None:
         return None
     complete = [v for v in found if (v / MANIFEST).is_file()]
     return max(complete, key=lambda v: v.stat().st_mtime) if complete else None
+
+
+def read_manifest(path: Path, folder: Path) -> dict:
+    file = folder / MANIFEST
+    where = show(path / MANIFEST)
+    hint = f"Run {rebuild_hint(path)} to rebuild the index."
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        if (folder / ENTRIES).exists():
+            raise IndexCorruptError(f"{where} is missing but index files are there. {hint}") from None
+        raise missing_error(path) from None
+    except OSError as exc:
+        raise IndexCorruptError(f"{where} cannot be read ({exc.strerror or exc}). {hint}") from exc
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise IndexCorruptError(f"{where} is not valid JSON ({exc}). {hint}") from exc
+    if not isinstance(manifest, dict):
+        raise IndexCorruptError(f"{where} is not a JSON object. {hint}")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or not OLDEST_FORMAT <= version <= FORMAT_VERSION:
+        if isinstance(version, int) and version > FORMAT_VERSION:
+            raise IndexCorruptError(
+                f"{where} has index format {version}, newer than this rlhelper ({__version__}) reads "
+                f"(format {FORMAT_VERSION}). Upgrade rlhelper, or run {rebuild_hint(path)} to rebuild the index."
+            )
+        raise IndexCorruptError(
+            f"{where} has index format {version!r}; this rlhelper reads formats {OLDEST_FORMAT}-{FORMAT_VERSION}. "
+            f"The index was built by an older version: run {rebuild_hint(path)} to rebuild it."
+        )
+    if manifest.get("checksum") != manifest_checksum(manifest):
+        raise IndexCorruptError(f"{where} was edited or damaged (its checksum does not match). {hint}")
+    try:
+        ok = (isinstance(manifest["entries"], int) and isinstance(manifest["embedder"]["id"], str)
+              and isinstance(manifest["embedder"]["dim"], int) and manifest["faiss"]["type"] in FAISS_TYPES
+              and isinstance(manifest["files"], dict) and isinstance(manifest["documents"], list))
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise IndexCorruptError(f"{where} lacks required fields. {hint}")
+    return manifest

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from .. import config
 from ..errors import ConfigError, GitHubError, GitSourceError, IndexMissingError
-from ..index.folders import GITHUB_SOURCE, live_folder
+from ..index.folders import GITHUB_SOURCE, live_folder, read_manifest
+from ..index.lock import index_lock
 from .changes import parser_fingerprint
 from .git.checkout import now_iso
 from .git.remote import GitSpec
@@ -152,8 +153,6 @@ def _documents_of(manifest: dict | None, collection: str) -> dict[str, dict]:
 
 def current_manifest(path: Path) -> dict | None:
     """The live manifest (checked), or None when there is no index yet."""
-    from ..index.store import read_manifest
-
     folder = live_folder(path)
     if folder is None:
         return None
@@ -234,15 +233,13 @@ def merged(parts: list[Sources]) -> Sources:
 def sync_index(index: Path | str | None = None, *, embedder: str | None = None, progress=None,
                lock_timeout: float | None = None, notify=lambda message: None) -> SyncReport:
     """Bring every recorded source of `index` up to date (see the module docstring)."""
-    from ..index import build
-    from .pipeline import ingest
 
     started = time.perf_counter()
     path = config.resolve_index(index)
     report = SyncReport(path)
     timeout = lock_timeout if lock_timeout is not None else \
         float(config.setting("lock_timeout", default=SYNC_LOCK_TIMEOUT))
-    with build.index_lock(path, timeout=timeout):
+    with index_lock(path, timeout=timeout):
         manifest = current_manifest(path)
         if manifest is None:
             raise IndexMissingError(f"No index at {path} to sync: build one first (`rlhelper ingest`, then "
@@ -263,6 +260,8 @@ def sync_index(index: Path | str | None = None, *, embedder: str | None = None, 
         report.sources = [result for _, result in outcomes]
         found = [docs for docs, _ in outcomes if docs is not None]
         if found:
+            from .pipeline import ingest  # numpy, FAISS and the embedder: only when something changed
+
             ingested = ingest(index=path, documents=merged(found), embedder=embedder, progress=progress, locked=True)
             report.ingest = ingested
             report.embedded, report.written = ingested.embedded, ingested.written
@@ -300,11 +299,10 @@ def ingest_git(spec: GitSpec, collection: str, *, index: Path | str | None = Non
                rebuild: bool = False, progress=None, llm=None, lock_timeout: float | None = None):
     """`rlhelper ingest --git`: fetch `spec` and (re)place `collection` with its docs, under the index lock.
     Returns (IngestReport, GitRead). Raises GitSourceError, leaving the index as it was, when the fetch fails."""
-    from ..index import build
     from .pipeline import ingest
 
     path = config.resolve_index(index)
-    with build.index_lock(path, timeout=lock_timeout):
+    with index_lock(path, timeout=lock_timeout):
         try:
             manifest = None if rebuild else current_manifest(path)
         except Exception:  # noqa: BLE001 - a damaged index is rebuilt by the pipeline, which says so
