@@ -452,3 +452,29 @@ def test_an_index_without_sources_says_how_to_add_one(tmp_path, fake_embedder):
     ingest([tmp_path / "docs"], index=tmp_path / "index", embedder="test:fake")
     with pytest.raises(ConfigError, match=r"records no source to sync: add one with `rlhelper ingest --git URL"):
         sync_index(tmp_path / "index")
+
+
+def test_a_folder_ingest_keeps_the_git_collection_and_the_hints_name_sync(tmp_path, upstream, fake_embedder,
+                                                                          monkeypatch):
+    from rlhelper.index.folders import rebuild_hint
+    from rlhelper.ingest.pipeline import ingest
+
+    index = tmp_path / "index"
+    _ingest(upstream.url, index)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.md").write_text("# Notes\n\n## Ray actor died\n\nRaise memory.\n", encoding="utf-8")
+    ingest([tmp_path / "mine"], index=index, embedder="test:fake")
+    assert {"widget", "mine"} <= {e.collection for e in Index.load(index).entries}
+    assert _collection(index)["sync"]["url"] == upstream.url
+    update = rebuild_hint(index, rebuild=False)
+    assert update.endswith(f"then `rlhelper sync --index {index}`") and f"{tmp_path / 'mine'}" in update
+    # A rebuild reads folders alone: the hint reads the repository again after it.
+    rebuild = rebuild_hint(index)
+    assert rebuild.startswith("`rlhelper ingest --rebuild --index")
+    assert rebuild.endswith(f"then `rlhelper ingest --git {upstream.url} --path docs --collection widget --index "
+                            f"{index}`")
+    # Another max_tokens cuts sections otherwise: the next sync reads the documents again, at the same commit.
+    monkeypatch.setenv("RLHELPER_MAX_TOKENS", "60")
+    report = sync_index(index)
+    assert report.sources[0].status == "updated" and report.sources[0].commit == upstream.head()
+    assert _collection(index)["sync"]["commit"] == upstream.head()

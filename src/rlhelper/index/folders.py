@@ -64,13 +64,19 @@ def rebuild_hint(path: Path, *, rebuild: bool = True) -> str:
     swap the user's docs for the shipped ones. The folders come from the
     manifest when it can still be read.
     """
+    synced = _synced_runs(path, rebuild)
+    hint = _folders_hint(path, rebuild, bool(synced))
+    return ", then ".join(filter(None, [hint, *synced]))
+
+
+def _folders_hint(path: Path, rebuild: bool, synced: bool) -> str | None:
     command = "rlhelper ingest --rebuild" if rebuild else "rlhelper ingest"
     if is_default(path):
         return f"`{command}`"
     command += f" --index {show(path)}"
     sources = _recorded_sources(path)
     if sources is None:
-        return f"`{command}` with the folders the index was built from"
+        return None if synced else f"`{command}` with the folders the index was built from"
     if _are_shipped(sources):
         return f"`{command}`"
     if all(_default_name(paths, whole) == name for name, (paths, whole) in sources.items()):
@@ -82,6 +88,34 @@ def rebuild_hint(path: Path, *, rebuild: bool = True) -> str:
     return ", then ".join(runs)
 
 
+def _synced_runs(path: Path, rebuild: bool) -> list[str]:
+    """The commands that bring back (after a rebuild) or update the collections `rlhelper sync` follows:
+    a rebuild reads the folders alone, so each git repository or GitHub repository is ingested again."""
+    collections = (_live_manifest_json(path) or {}).get("collections") or {}
+    index = "" if is_default(path) else f" --index {show(path)}"
+    runs = []
+    for name, info in collections.items():
+        record = info.get("sync") if isinstance(info, dict) and isinstance(info.get("sync"), dict) else {}
+        if record.get("kind") == "git" and not rebuild:
+            return [f"`rlhelper sync{index}`"]
+        if record.get("kind") == "git":
+            ref = f" --ref {record['ref']}" if record.get("ref") else ""
+            paths = "".join(f" --path {p}" for p in record.get("paths") or [])
+            runs.append(f"`rlhelper ingest --git {record.get('url')}{ref}{paths} --collection {name}{index}`")
+        elif rebuild and record.get("kind") == "github":
+            labels = f" --labels {record['labels']}" if record.get("labels") else ""
+            runs.append(f"`rlhelper ingest --github {record.get('repo')}{labels}{index}`")
+    return runs
+
+
+def _live_manifest_json(path: Path) -> dict | None:
+    try:
+        folder = live_folder(path)
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if folder else None
+    except (OSError, ValueError):
+        return None
+
+
 def _recorded_sources(path: Path) -> dict[str, tuple[list[str], bool]] | None:
     """Collection name -> (what to ingest again, whether that is its whole folder): the folder, or
     the files picked from it when no run read the whole folder. None when the manifest cannot be read."""
@@ -90,8 +124,8 @@ def _recorded_sources(path: Path) -> dict[str, tuple[list[str], bool]] | None:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if folder else None
         sources = {}
         for name, info in manifest["collections"].items():
-            if str(info.get("source", "")).startswith(GITHUB_SOURCE):
-                continue  # kept by any ingest that does not name it; updated by `ingest --github`
+            if str(info.get("source", "")).startswith(GITHUB_SOURCE) or info.get("sync"):
+                continue  # kept by any ingest that does not name it; updated by `rlhelper sync`
             picked = [str(d["source"]) for d in manifest.get("documents", []) if d["collection"] == name]
             whole = info.get("whole_folder", True) or not picked
             sources[name] = ([str(info["source"])], True) if whole else (picked, False)

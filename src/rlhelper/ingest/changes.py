@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import DocumentError
 
+DEFAULT_MAX_TOKENS = 400  # a section's size in tokens before it is cut into parts (setting max_tokens)
 # Source files whose code decides what entries and tokens come out of a document.
 SHAPING_MODULES = ("ingest/parse/*.py", "ingest/entries.py", "tokens.py", "index/lexical.py", "ingest/github/entries.py")
 

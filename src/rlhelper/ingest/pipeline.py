@@ -61,11 +61,9 @@ from ..index import build, embed, lexical, questions, store
 from ..schema import Entry
 from . import question_prompt, question_writer, sections, twins
 from .bank import question_bank_dir, question_index, thread_titles
-from .changes import content_sha256, doc_hash, shaping_settings
+from .changes import DEFAULT_MAX_TOKENS, content_sha256, doc_hash, shaping_settings
 from .entries import build_entries, merge_duplicates, read_document
 from .sources import SourceDoc, Sources, find_sources
-
-DEFAULT_MAX_TOKENS = 400
 
 Progress = Callable[[int, int, str], None]
 

@@ -34,7 +34,7 @@ from .. import config
 from ..errors import ConfigError, GitHubError, GitSourceError, IndexMissingError
 from ..index.folders import GITHUB_SOURCE, live_folder, read_manifest
 from ..index.lock import index_lock
-from .changes import parser_fingerprint
+from .changes import DEFAULT_MAX_TOKENS, parser_fingerprint
 from .git.checkout import now_iso
 from .git.remote import GitSpec
 from .git.source import KIND as GIT
@@ -151,6 +151,15 @@ def _documents_of(manifest: dict | None, collection: str) -> dict[str, dict]:
     return {d["doc"]: d for d in (manifest or {}).get("documents", []) if d.get("collection") == collection}
 
 
+def shaped_otherwise(manifest: dict) -> bool:
+    """Whether this rlhelper would cut or tokenize the documents otherwise than the index's build did (another
+    parser or tokenizer: the fingerprint covers both; another max_tokens): its git documents are then read
+    again, even at the same commit."""
+    settings = manifest.get("settings") or {}
+    return (settings.get("parser"), settings.get("max_tokens")) != \
+        (parser_fingerprint(), int(config.setting("max_tokens", default=DEFAULT_MAX_TOKENS)))
+
+
 def current_manifest(path: Path) -> dict | None:
     """The live manifest (checked), or None when there is no index yet."""
     folder = live_folder(path)
@@ -248,8 +257,7 @@ def sync_index(index: Path | str | None = None, *, embedder: str | None = None, 
         if not sources:
             raise ConfigError(f"{path} records no source to sync: add one with `rlhelper ingest --git URL "
                               "[--ref REF] [--path DIR] --collection NAME` or `rlhelper ingest --github OWNER/REPO`.")
-        # An index parsed by another version of the parser reads its git documents again.
-        reread = (manifest.get("settings") or {}).get("parser") != parser_fingerprint()
+        reread = shaped_otherwise(manifest)
 
         def one(item):
             name, kind, record = item
