@@ -478,3 +478,14 @@ def test_a_folder_ingest_keeps_the_git_collection_and_the_hints_name_sync(tmp_pa
     report = sync_index(index)
     assert report.sources[0].status == "updated" and report.sources[0].commit == upstream.head()
     assert _collection(index)["sync"]["commit"] == upstream.head()
+
+
+def test_paths_left_without_documents_upstream_keep_the_collection(tmp_path, upstream, fake_embedder):
+    index = tmp_path / "index"
+    _ingest(upstream.url, index)
+    before = _live(index)
+    upstream.commit("docs become images", {"docs/faq.md": None, "docs/install.md": None,
+                                           "docs/diagram.png": b"\x89PNG\r\n"})
+    (source,) = sync_index(index).sources
+    assert source.status == "failed" and "no .md, .mdx, .rst or .txt document under docs at" in source.message
+    assert _live(index) == before and len(_entries(index)) > 0

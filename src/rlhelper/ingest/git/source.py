@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import DocumentError
+from ...errors import DocumentError, GitSourceError
 from ..changes import content_sha256
 from ..entries import read_document
 from ..sources import DOC_SUFFIXES, SourceDoc, Sources, files_below, link_problem
@@ -113,6 +113,12 @@ def _documents(checkout: Checkout, collection: str, commit: str, record: dict, p
                 continue
             seen.add(doc)
             found.docs.append(_document(spec, collection, doc, file, commit, previous.get(doc)))
+    if not found.docs:
+        # Read as it is, the collection would leave the index, and its record with it: refuse instead.
+        where = ", ".join(spec.paths) or "the repository"
+        raise GitSourceError(f"no .md, .mdx, .rst or .txt document under {where} at {commit[:12]} of {spec.url}: "
+                             f"nothing changed in the index. Give the paths the docs are under: "
+                             f"{checkout.reingest_command(paths=['NEW/PATH'])}")
     return found
 
 
