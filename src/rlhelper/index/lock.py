@@ -31,19 +31,12 @@ def index_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-                    raise IndexLockedError(
-                        f"another `rlhelper ingest` (pid {holder}) is updating {show(path)}; wait for it, "
-                        f"or remove {show(lock)} if no ingest is running."
-                    ) from None
-                time.sleep(0.05)
+        if not flock_within(fd, timeout):
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise IndexLockedError(
+                f"another `rlhelper ingest` (pid {holder}) is updating {show(path)}; wait for it, "
+                f"or remove {show(lock)} if no ingest is running."
+            )
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         try:
@@ -53,3 +46,16 @@ def index_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def flock_within(fd: int, timeout: float, pause: float = 0.05) -> bool:
+    """Take an exclusive flock on `fd`, waiting up to `timeout` seconds; False when another holds it still."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)

@@ -13,7 +13,6 @@ last check cannot be known without asking it: `rlhelper sync` does.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,14 +39,6 @@ def ago(iso: str | None, now: datetime | None = None) -> str:
     return f"{int(seconds // 86400)} days ago"
 
 
-def _json(file: Path) -> dict:
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
 def source_status(meta: dict) -> dict:
     record = meta.get("sync") if isinstance(meta.get("sync"), dict) else {}
     if not record.get("kind"):
@@ -69,10 +60,10 @@ def _git_behind(record: dict) -> str:
         return f"its record is not usable ({exc})"
     if spec.pinned:
         return "pinned to a commit: a sync never moves it"
-    from .git.checkout import STATE_FILE, Checkout
+    from .git.checkout import STATE_FILE, Checkout, read_json_object
 
     folder = Path(record.get("checkout") or Checkout(spec).folder)
-    state = _json(folder / STATE_FILE)
+    state = read_json_object(folder / STATE_FILE)
     checked, seen = state.get("checked_at"), state.get("remote_id")
     if seen and record.get("remote_id") and seen != record["remote_id"]:
         return (f"behind: upstream had moved to {seen[:12]} when last checked ({ago(checked)}); `rlhelper sync` "

@@ -23,11 +23,9 @@ files only inside the checkout; a link leaving it is skipped and named).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +33,7 @@ from pathlib import Path
 
 from ... import config
 from ...errors import GitSourceError
+from ...index.lock import flock_within
 from .command import GitFailed, folder_bytes, max_bytes_setting, run_git
 from .remote import GitSpec, sparse_patterns
 
@@ -78,16 +77,9 @@ class Checkout:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise GitSourceError(f"another rlhelper is fetching {self.spec.url} into {self.folder}; "
-                                             f"wait for it, then run {self.retry}") from None
-                    time.sleep(0.1)
+            if not flock_within(fd, timeout):
+                raise GitSourceError(f"another rlhelper is fetching {self.spec.url} into {self.folder}; "
+                                     f"wait for it, then run {self.retry}")
             self._remove_stale_locks()
             yield
         finally:
@@ -103,11 +95,7 @@ class Checkout:
                 lock.unlink()
 
     def state(self) -> dict:
-        try:
-            data = json.loads(self.state_file.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+        return read_json_object(self.state_file)
 
     def save_state(self, **values) -> None:
         state = {**self.state(), "url": self.spec.url, **values}
@@ -269,6 +257,15 @@ class Checkout:
             return GitSourceError(f"no git repository at {url} ({reason}); {kept}. Check the URL, then run "
                                   f"{self.retry}")
         return GitSourceError(f"cannot fetch {url} ({reason}); {kept}. When it can be reached again, run {self.retry}")
+
+
+def read_json_object(file: Path) -> dict:
+    """A JSON object from `file`; {} when it is missing, damaged or not an object."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def spec_ref(spec: GitSpec) -> str:
