@@ -91,7 +91,7 @@ def sync_rows(base_index: Path, workdir: Path, details: dict, runs: int = 3) -> 
             f"upstreams), whole process, median of {len(walls)}", statistics.median(walls), "s",
             f"min {min(walls):.2f} s, max {max(walls):.2f} s"),
         row(None, f"`rlhelper sync` after one section of {changed['page']} changed upstream: sections embedded",
-            synced["embedded"], "sections", f"the page has {changed['page_sections']}; {after['wall']:.2f} s"),
+            synced["embedded"], "section(s)", f"the page has {changed['page_sections']}; {after['wall']:.2f} s"),
     ]
 
 
