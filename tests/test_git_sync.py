@@ -436,7 +436,7 @@ def test_sync_brings_github_threads_up_to_date_beside_git_docs(tmp_path, upstrea
         fake.comments[7] = [comment(701, 7, "maint", "MEMBER", "Raise `gizmo.timeout` to 600.", "2025-04-01")]
         report = sync_index(index)
     threads = {s.collection: s for s in report.sources}["github:acme/widgetrl"]
-    assert threads.status == "updated" and threads.fetched == 1
+    assert threads.status == "updated" and threads.fetched_threads == 1
     assert [r.heading for r in report.changes["github:acme/widgetrl"].added] == \
         ["GizmoTimeout when the rollout starts"]
     record = _collection(index, "github:acme/widgetrl")["sync"]

@@ -58,7 +58,8 @@ class SourceResult:
     previous: str | None = None  # git: the commit it held before
     message: str = ""  # a failure: what happened and what to run
     notes: list[str] = field(default_factory=list)
-    fetched: int | None = None  # GitHub: threads fetched; git: bytes brought into the checkout
+    fetched_bytes: int | None = None  # git: what the fetch brought into the checkout
+    fetched_threads: int | None = None  # GitHub: threads fetched
 
     def to_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items()}
@@ -96,7 +97,7 @@ class SyncReport:
                     else f"at {(s.commit or '')[:12]}"
                 out.append(f"{s.collection}: {s.where}: {moved}")
             elif s.status == "updated":
-                out.append(f"{s.collection}: {s.where}: {s.fetched or 0} thread(s) fetched")
+                out.append(f"{s.collection}: {s.where}: {s.fetched_threads or 0} thread(s) fetched")
             else:
                 at = f" at {s.commit[:12]}" if s.commit else ""
                 out.append(f"{s.collection}: {s.where}: up to date{at}")
@@ -190,7 +191,8 @@ def _sync_git(name: str, record: dict, manifest: dict, reread: bool) -> tuple[So
     result.notes += read.notes
     if read.unchanged:
         return None, result
-    result.status, result.commit, result.fetched = "updated", read.record["commit"], read.record.get("fetched_bytes")
+    result.status, result.commit = "updated", read.record["commit"]
+    result.fetched_bytes = read.record.get("fetched_bytes")
     return read.sources, result
 
 
@@ -208,7 +210,7 @@ def _sync_github(name: str, record: dict, notify) -> tuple[Sources | None, Sourc
         result.status = "failed"
         result.message = f"{exc}; nothing changed in the index: run `rlhelper sync` again when GitHub answers"
         return None, result
-    result.fetched, result.notes = update.fetched, list(update.notes)
+    result.fetched_threads, result.notes = update.fetched, list(update.notes)
     if update.stopped:
         result.notes.append(f"stopped early ({update.stopped}): what was fetched is indexed; `rlhelper sync` "
                             "resumes")
