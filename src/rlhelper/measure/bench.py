@@ -11,6 +11,8 @@ only check the shape of the figures.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import statistics
 import sys
@@ -32,11 +34,15 @@ ASK_QUERY = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB during
 # --- the standard bench ------------------------------------------------------------------
 
 
-def ask_argv(query: str, index: Path) -> list[str]:
-    """`rlhelper ask` as a user runs it: the console script next to this interpreter, else -m."""
+def command_argv(command: str) -> list[str]:
+    """`rlhelper COMMAND` as a user runs it: the console script next to this interpreter, else -m."""
     script = Path(sys.executable).with_name("rlhelper")
     head = [str(script)] if script.is_file() else [sys.executable, "-m", "rlhelper.cli"]
-    return [*head, "ask", "--index", str(index), query]
+    return [*head, command]
+
+
+def ask_argv(query: str, index: Path) -> list[str]:
+    return [*command_argv("ask"), "--index", str(index), query]
 
 
 def worker_ingest(sources: list[str], index: str, embedder: str | None, rebuild: bool) -> dict:
@@ -63,6 +69,29 @@ def judge_rows(index: Path, queries: list[str], repeats: int, hybrid_p50: float)
         row(None, "judge mode: peak RSS, query process", judged["peak_rss_mb"], "MB"),
         row(None, "judge mode: `rlhelper ask --mode judge` whole process, median of 3",
             statistics.median(a["wall"] for a in asks), "s"),
+    ]
+
+
+def sync_rows(base_index: Path, workdir: Path, details: dict, runs: int = 3) -> list[dict]:
+    """`rlhelper sync` of the four frameworks' doc sources, from local upstreams (syncbench.py): with nothing
+    new (whole process, median of `runs` after an untimed one), then after one page changed upstream."""
+    env = {**os.environ, "RLHELPER_DATA_DIR": str(workdir / "data")}  # the checkouts stay in the bench's folder
+    prepared = run_worker("git_upstreams", env=env, workdir=str(workdir / "work"), base_index=str(base_index))
+    argv = [*command_argv("sync"), "--index", prepared["index"], "--json"]
+    measure_process(argv, env=env)
+    walls = [measure_process(argv, env=env)["wall"] for _ in range(max(1, runs))]
+    changed = run_worker("git_change_page", env=env, workdir=str(workdir / "work"))
+    after = measure_process(argv, env=env)
+    synced = json.loads(after["stdout"])
+    details["sync"] = {"sources": prepared["sources"], "nochange_seconds": walls, "changed": changed,
+                       "after_change": {"seconds": after["wall"], "embedded": synced["embedded"],
+                                        "changes": synced["changes"]}}
+    return [
+        row("sync_nochange", f"`rlhelper sync` with nothing new, {len(prepared['sources'])} git doc sources (local "
+            f"upstreams), whole process, median of {len(walls)}", statistics.median(walls), "s",
+            f"min {min(walls):.2f} s, max {max(walls):.2f} s"),
+        row(None, f"`rlhelper sync` after one section of {changed['page']} changed upstream: sections embedded",
+            synced["embedded"], "section(s)", f"the page has {changed['page_sections']}; {after['wall']:.2f} s"),
     ]
 
 
@@ -116,6 +145,7 @@ def run_bench(
                              "max_ms": max(lat), "mean_ms": statistics.fmean(lat), "n": len(lat)}
 
         rows += judge_rows(index, queries, search_repeats, percentile(lat, 50))
+        rows += sync_rows(built, Path(tmp) / "sync", details)
 
         argv = ask_argv(ASK_QUERY, index)
         measure_process(argv)  # untimed: the first run after install writes the model's weight cache
@@ -145,6 +175,8 @@ def run_bench(
 def _value(v: float | None, unit: str) -> str:
     if v is None:
         return "–"
+    if unit not in ("s", "ms", "MB") and float(v).is_integer():
+        return f"{int(v):,} {unit}"  # a count
     if unit in ("MB", "ms") or v >= 100:
         return f"{v:,.0f} {unit}" if v >= 100 else f"{v:.1f} {unit}"
     return f"{v:.2f} {unit}"

@@ -10,9 +10,10 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import bench, synthetic, timing
+from . import bench, syncbench, synthetic, timing
 
-WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search, **synthetic.WORKERS}
+WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search, **synthetic.WORKERS,
+           "git_upstreams": syncbench.worker_git_upstreams, "git_change_page": syncbench.worker_git_change_page}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -108,14 +108,20 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
     """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3).
     `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option).
     `visitor_bank`: where visitors' votes and suggestions are kept (default: beside the helper's
-    user bank; none when it has no bank). `learn_from_votes`: every vote also teaches everyone."""
+    user bank; none when it has no bank). `learn_from_votes`: every vote also teaches everyone.
+    Each request answers from the index's version live when it starts (api.LiveHelper): an ingest or
+    `rlhelper sync` is picked up without a restart."""
+    from ..api import LiveHelper
+
+    live = helper if isinstance(helper, LiveHelper) else LiveHelper(helper)
+    helper = live.current()
     store = FeedbackStore(feedback_db)
     endpoints = llm_endpoints(llm)
     limiter = WriteLimiter(**({} if writes_per_minute is None else {"per_minute": writes_per_minute}))
     visitors = None
     if helper.user_bank is not None or visitor_bank is not None:
         visitor_bank = visitor_bank or VisitorBank(visitor_default_path(helper.user_bank))
-        visitors = Visitors(helper, visitor_bank, load_key(visitor_bank.path.parent))
+        visitors = Visitors(live, visitor_bank, load_key(visitor_bank.path.parent))
 
     def refused(err: RequestError) -> gr.Error:
         return gr.Error(f"Refused: {err}.", print_exception=False)
@@ -138,6 +144,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         return token or "", session
 
     def answer(message, history, framework, collection, session, llm_name, visitor):
+        helper = live.current()
         try:
             message, history, framework, collection, settings = checked_ask(
                 helper, endpoints, message, history, framework, collection, llm_name)
@@ -169,7 +176,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         except RequestError as err:
             raise refused(err) from None
         if status.startswith(("Thanks", "Vote removed")):  # recorded: refused or full votes teach nothing
-            status += learn_from_vote(helper, session, payload.get("index"), payload.get("liked"),
+            status += learn_from_vote(live.current(), session, payload.get("index"), payload.get("liked"),
                                       visitors=visitors, address=address_of(request),
                                       learn_for_all=learn_from_votes)
         return session, status, gr.update(visible=True)
@@ -186,8 +193,12 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
 
     def open_link(request: gr.Request):
         question, framework_name, collection_name = linked_question(dict(request.query_params))
-        return (question, framework_name if framework_name in helper.frameworks else "",
-                collection_name if collection_name in helper.collections else "")
+        helper = live.current()  # the filters offer what the index holds now
+        return (question,
+                gr.update(choices=_choices("All frameworks", helper.frameworks),
+                          value=framework_name if framework_name in helper.frameworks else ""),
+                gr.update(choices=_choices("All collections", helper.collections),
+                          value=collection_name if collection_name in helper.collections else ""))
 
     def ask_linked(message, history, framework, collection, session, llm_name, token, request: gr.Request):
         if message:  # no ?q=: the page opens empty

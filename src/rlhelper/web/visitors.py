@@ -70,11 +70,18 @@ class Visitors:
 
     def __init__(self, helper, bank: VisitorBank, key: bytes, *, mints_per_hour: int = MINTS_PER_HOUR,
                  clock=time.monotonic):
-        self.helper, self.bank, self._key = helper, bank, key
+        """`helper`: a Helper, or an api.LiveHelper whose current index a vote is keyed to."""
+        self._helper, self.bank, self._key = helper, bank, key
         self._mints = WriteLimiter(mints_per_hour, clock=clock, window=3600.0)
-        self._own: OrderedDict[str, questions.Learned] = OrderedDict()
+        self._own: OrderedDict[tuple[str, int], questions.Learned] = OrderedDict()
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def helper(self):
+        """The helper answering now (a synced index is picked up without a restart)."""
+        current = getattr(self._helper, "current", None)
+        return current() if callable(current) else self._helper
 
     @property
     def storage_secret(self) -> str:
@@ -108,21 +115,23 @@ class Visitors:
     def changed(self, visitor: str) -> None:
         """Their votes changed: read them again at their next search."""
         with self._lock:
-            self._own.pop(visitor, None)
+            for key in [k for k in self._own if k[0] == visitor]:
+                del self._own[key]
 
     def own_votes(self, visitor: str | None) -> questions.Learned | None:
         """`visitor`'s votes keyed to the index's rows, for Helper.ask(own_votes=...); None without any."""
         if not visitor:
             return None
-        with self._lock:
-            if visitor in self._own:
-                self._own.move_to_end(visitor)
-                return self._own[visitor]
-        records = self.bank.votes_of(visitor)
         index = self.helper.index
+        key = (visitor, id(index))  # rows are the index's: a reloaded one keys the votes anew
+        with self._lock:
+            if key in self._own:
+                self._own.move_to_end(key)
+                return self._own[key]
+        records = self.bank.votes_of(visitor)
         own = questions.learned(records, None, index.entries, index.row_of, self._vectors_of) if records else None
         with self._lock:
-            self._own[visitor] = own
+            self._own[key] = own
             while len(self._own) > CACHED_VISITORS:
                 self._own.popitem(last=False)
         return own
