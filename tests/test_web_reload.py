@@ -64,9 +64,12 @@ def test_the_server_answers_from_the_synced_index_without_a_restart(tmp_path, fa
         link = index.with_name(".index.link-test")
         os.symlink(bad.name, link)
         os.replace(link, index)
-        time.sleep(1.0)
-        assert "EGL_DEVICE_ID" in _answer(url)
+        deadline = time.monotonic() + 30  # the damaged version is tried in the background: wait for that state
+        while "kept serving the previous index" not in caplog.text and time.monotonic() < deadline:
+            assert "EGL_DEVICE_ID" in _answer(url)
+            time.sleep(0.2)
         assert "kept serving the previous index" in caplog.text
+        assert "EGL_DEVICE_ID" in _answer(url)
     finally:
         app.close()
 
