@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from rlhelper.cli import main
 from rlhelper.errors import UserBankError
-from rlhelper.index import learned
+from rlhelper.index import learned, learned_store
 from rlhelper.index.userbank import UserBank, normalize, record_id
 from rlhelper.search.fusion import pin_and_demote
 
@@ -208,17 +208,40 @@ def test_pairs_match_the_same_or_a_near_identical_question():
 
 
 def test_vector_log_keeps_each_text_once_per_embedder(tmp_path):
-    log = learned.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4)
+    log = learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4)
     log.add(["a", "b"], np.ones((2, 4), dtype=np.float32))
-    again = learned.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4)
+    again = learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4)
     assert sorted(again.get(["b", "a", "c"])) == ["a", "b"]
-    assert learned.VectorLog(tmp_path / "q.jsonl.vectors", "other-embedder", 4).get(["a"]) == {}
+    assert learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "other-embedder", 4).get(["a"]) == {}
     assert mode(log.path) == 0o600
     with log.path.open("ab") as f:  # a record cut by a crash
         f.write(b"\x01" * 7)
     log.add(["c"], np.full((1, 4), 2.0, dtype=np.float32))
-    third = learned.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4).get(["a", "c"])
+    third = learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4).get(["a", "c"])
     assert third["c"].tolist() == [2.0] * 4 and third["a"].tolist() == [1.0] * 4
+
+
+def test_token_log_tokenizes_each_text_once_across_processes(tmp_path, monkeypatch):
+    from rlhelper.index import questions
+
+    made = []
+    tokens = questions.tokens
+    monkeypatch.setattr(questions, "tokens", lambda text: made.append(text) or tokens(text))
+    text = "rewards are stuck at zero rewards"
+    [(hashes, counts, length)] = learned_store.TokenLog(tmp_path / "cache").of([text])
+    assert hashes[0] == learned_store.term_hash("reward") and counts[0] == 2 and length == 7
+    learned_store.TokenLog(tmp_path / "cache").of(["the policy repeats itself"])
+    other = learned_store.TokenLog(tmp_path / "cache")  # another process
+    again = other.of(["the policy repeats itself", text])
+    assert again[1][0].tolist() == hashes.tolist() and again[1][1].tolist() == counts.tolist()
+    assert made == [text, "the policy repeats itself"]
+    assert mode(other.path) == 0o600
+    with other.path.open("ab") as f:  # an entry cut by a crash
+        f.write(b"\x00" * 9)
+    learned_store.TokenLog(tmp_path / "cache").of(["a third question"])
+    third = learned_store.TokenLog(tmp_path / "cache").of(["a third question", text])
+    assert third[0][0].tolist() == [learned_store.term_hash(t) for t in ("third", "question", "third+question")]
+    assert made == [text, "the policy repeats itself", "a third question"]
 
 
 # -- on a real index -------------------------------------------------------------------------

@@ -9,40 +9,37 @@ adds one question to what it searches, without building anything again:
 * Every record is a slot of LearnedSegment: its entry row, vote, vector (rows of a growing
   matrix) and text. A removed or replaced record is a tombstone (its slot marked dead), never
   moved, so a search running meanwhile keeps a consistent view (a copy of the masks and the length).
-* The accepted questions' BM25 postings are immutable runs (CSR by term), one per batch of
-  changes; small runs are merged as they pile up (each merge at most MERGE_LIMIT documents, and it
-  drops dead postings), so a vote costs one small run, never a rebuild. A posting's weight is fixed
-  when it is made: the length norm uses the shipped bank's average length (a learned question is
-  as long or short as any question); only the IDF, from the shipped and learned document counts
-  together, is computed at query time, for the query's terms.
+* The accepted questions' BM25 postings are immutable runs (CSR by a 64-bit hash of the term: no
+  vocabulary of every word pair of every pasted log is held), one per batch of changes; small runs
+  are merged as they pile up (each merge at most MERGE_LIMIT documents, and it drops dead
+  postings), so a vote costs one small run, never a rebuild. A posting's weight is fixed when it is
+  made: the length norm uses the shipped bank's average length (a learned question is as long or
+  short as any question). The IDF is computed at query time for the query's terms, from the
+  shipped bank's document counts and the live learned postings found for the term.
 * SearchedQuestions is what search sees: the shipped QuestionIndex followed by the live accepted
   slots, with QuestionIndex's methods (question id q < len(shipped) is a shipped question, else
   learned slot q - len(shipped)). Learned.accepted / .demoted find the pairs whose question is the
   query (the same normalized text, or a cosine of at least NEAR_COSINE) for pinning and demoting.
-* Vectors are kept per embedder in an append-only file beside the bank (VectorLog), so a process
-  start embeds nothing it embedded before. Searches embed at most EMBED_SECONDS of missing vectors
+* Vectors (per embedder) and tokens are kept in append-only files beside the bank (learned_store.py),
+  so a process start embeds and tokenizes nothing it did before. Searches embed at most EMBED_SECONDS of missing vectors
   each (a big import is embedded by `rlhelper questions import` itself); a question still without
   its vector is searched by its words only until a later search embeds it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-import struct
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from . import questions
-from .questions import QuestionIndex, section_rows
+from .learned_store import TokenLog, VectorLog, term_hash
+from .questions import QuestionIndex, VectorCache, section_rows
 
 NEAR_COSINE = 0.95  # a query this close to a learned question is taken as that question
 MERGE_LIMIT = 4_096  # documents: runs smaller than this are merged as they pile up; larger ones stay
@@ -59,7 +56,7 @@ K1, B = 1.2, 0.75
 class Run:
     """The postings of a batch of learned questions, by term (CSR); never changed once made."""
 
-    terms: np.ndarray  # sorted learned-vocabulary term ids
+    terms: np.ndarray  # sorted term hashes (learned_store.term_hash)
     indptr: np.ndarray  # postings of terms[i]: slots[indptr[i]:indptr[i+1]]
     slots: np.ndarray
     weights: np.ndarray  # tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
@@ -71,10 +68,10 @@ class Run:
         terms, counts = np.unique(term_ids[order], return_counts=True)
         indptr = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        return cls(terms.astype(np.int32), indptr, slots[order].astype(np.int32), weights[order].astype(np.float32),
-                   docs)
+        return cls(terms.astype(np.uint64), indptr, slots[order].astype(np.int32),
+                   weights[order].astype(np.float32), docs)
 
-    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def postings(self, term: np.uint64) -> tuple[np.ndarray, np.ndarray] | None:
         i = int(np.searchsorted(self.terms, term))
         if i < len(self.terms) and self.terms[i] == term:
             start, end = self.indptr[i], self.indptr[i + 1]
@@ -95,8 +92,9 @@ class Run:
 class LearnedSegment:
     """Every learned record placed in this index, as slots that are only ever added or killed."""
 
-    def __init__(self, dim: int, avgdl: float):
+    def __init__(self, dim: int, avgdl: float, tokens: TokenLog | None = None):
         self.dim, self.avgdl = dim, avgdl
+        self.tokens = tokens or TokenLog(None)  # the questions' tokens, kept on disk (or not)
         self.n = 0
         capacity = 64
         self.rows = np.zeros(capacity, dtype=np.int64)
@@ -107,8 +105,6 @@ class LearnedSegment:
         self.texts: list[str] = []
         self.slot_of: dict[tuple, int] = {}  # record key -> its live slot
         self.by_normalized: dict[str, list[int]] = {}  # normalized text -> live slots
-        self.vocabulary: dict[str, int] = {}
-        self.df = np.zeros(0, dtype=np.int32)  # live accepted questions holding each term (copied on change)
         self.runs: tuple[Run, ...] = ()
         self.searchable = 0  # live accepted slots
 
@@ -128,7 +124,6 @@ class LearnedSegment:
 
     def remove(self, keys: Iterable[tuple]) -> None:
         """Kill the slots of these record keys (those it holds)."""
-        dropped_terms: list[int] = []
         for key in keys:
             slot = self.slot_of.pop(key, None)
             if slot is None:
@@ -141,11 +136,6 @@ class LearnedSegment:
                 self.by_normalized.pop(key[0], None)
             if self.votes[slot] == 1:
                 self.searchable -= 1
-                dropped_terms += [self.vocabulary[t] for t in set(questions.tokens(self.texts[slot]))]
-        if dropped_terms:
-            df = self.df.copy()
-            np.subtract.at(df, np.asarray(dropped_terms, dtype=np.int64), 1)
-            self.df = df
 
     def add(self, placed: list[tuple[tuple, int, str, int]], vectors: np.ndarray, embedded: np.ndarray) -> None:
         """Add (key, row, text, vote) records with their vectors (zero where `embedded` is False)."""
@@ -169,25 +159,16 @@ class LearnedSegment:
             self._index_words(accepted)
 
     def _index_words(self, accepted: list[tuple[int, str]]) -> None:
-        vocabulary = self.vocabulary
-        term_ids, slots, tfs, lengths = [], [], [], []
-        for slot, text in accepted:
-            tokens = questions.tokens(text)
-            for term, tf in Counter(tokens).items():
-                term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
-                slots.append(slot)
-                tfs.append(tf)
-                lengths.append(len(tokens))
-        term_arr = np.asarray(term_ids, dtype=np.int64)
-        tf_arr = np.asarray(tfs, dtype=np.float32)
-        norm = K1 * (1.0 - B + B * np.asarray(lengths, dtype=np.float32) / self.avgdl)
+        made = self.tokens.of([text for _, text in accepted])
+        term_arr = np.concatenate([hashes for hashes, _, _ in made])
+        tf_arr = np.concatenate([counts for _, counts, _ in made])
+        sizes = [len(hashes) for hashes, _, _ in made]
+        slots = np.repeat(np.array([slot for slot, _ in accepted], dtype=np.int64), sizes)
+        lengths = np.repeat(np.array([length for *_, length in made], dtype=np.float32), sizes)
+        norm = K1 * (1.0 - B + B * lengths / self.avgdl)
         weights = tf_arr * (K1 + 1.0) / (tf_arr + norm)
-        df = np.zeros(len(vocabulary), dtype=np.int32)
-        df[:len(self.df)] = self.df
-        np.add.at(df, term_arr, 1)  # a term counts once per question: Counter made them distinct
-        self.df = df
         self.searchable += len(accepted)
-        runs = [*self.runs, Run.of(term_arr, np.asarray(slots, dtype=np.int64), weights, len(accepted))]
+        runs = [*self.runs, Run.of(term_arr, slots, weights, len(accepted))]
         # Merge the newest runs while the one before is no bigger (a binary counter: O(log n) runs, each
         # question merged O(log n) times), never past MERGE_LIMIT: a vote never pays for a big merge.
         while len(runs) >= 2 and runs[-2].docs <= runs[-1].docs and runs[-2].docs + runs[-1].docs <= MERGE_LIMIT:
@@ -207,7 +188,7 @@ class LearnedSegment:
         return SegmentView(n=n, rows=self.rows[:n], vectors=self.vectors[:n], texts=self.texts,
                            accepted=live & (votes == 1), demoted=live & (votes == -1),
                            embedded=self.embedded[:n].copy(), by_normalized=self.by_normalized,
-                           vocabulary=self.vocabulary, df=self.df, runs=self.runs, searchable=self.searchable)
+                           runs=self.runs, searchable=self.searchable)
 
 
 @dataclass(frozen=True)
@@ -222,10 +203,18 @@ class SegmentView:
     demoted: np.ndarray
     embedded: np.ndarray
     by_normalized: dict
-    vocabulary: dict
-    df: np.ndarray
     runs: tuple[Run, ...]
     searchable: int
+    _last: list = field(default_factory=lambda: [None])  # (query vector, cosines): one search asks thrice
+
+    def cosines(self, qvec: np.ndarray) -> np.ndarray:
+        """Every slot's cosine with the query (0 for a slot not embedded yet)."""
+        last = self._last[0]
+        if last is not None and last[0] is qvec:
+            return last[1]
+        cosines = self.vectors @ np.asarray(qvec, dtype=np.float32)
+        self._last[0] = (qvec, cosines)
+        return cosines
 
 
 # --- what search sees --------------------------------------------------------------------
@@ -262,8 +251,7 @@ class SearchedQuestions:
 
     def cosines(self, qvec: np.ndarray) -> np.ndarray:
         """Every question's cosine with the query (a learned question not embedded yet: 0)."""
-        qvec = np.asarray(qvec, dtype=np.float32)
-        mine = self.segment.vectors @ qvec if self.segment.n else np.zeros(0, dtype=np.float32)
+        mine = self.segment.cosines(qvec) if self.segment.n else np.zeros(0, dtype=np.float32)
         return np.concatenate([self.shipped.cosines(qvec), mine]) if self.shipped is not None else mine
 
     def _allowed(self, allowed: np.ndarray) -> np.ndarray:
@@ -271,38 +259,40 @@ class SearchedQuestions:
 
     def lexical_ranking(self, query_tokens: list[str], extra: dict[str, float], allowed: np.ndarray,
                         depth: int) -> tuple[list[int], dict[int, int]]:
-        """As QuestionIndex.lexical_ranking, over both: BM25 with the IDF of the two together."""
+        """As QuestionIndex.lexical_ranking, over both: BM25 with the IDF of the two together (a
+        learned term's document count is its live postings', counted here)."""
         seg = self.segment
-        factors = {t: 1.0 + math.log(qtf) for t, qtf in Counter(query_tokens).items() if self._known(t)}
+        factors = {t: 1.0 + math.log(qtf) for t, qtf in Counter(query_tokens).items()}
         for term, weight in (extra or {}).items():
-            if term not in factors and self._known(term):
-                factors[term] = weight
+            factors.setdefault(term, weight)  # a query token keeps its own weight
         n_docs = self.n_shipped + seg.searchable
         scores = np.zeros(self.n_shipped + seg.n, dtype=np.float32)
         for term, factor in factors.items():
-            shipped_id, learned_id = self._vocabulary.get(term), seg.vocabulary.get(term)
+            shipped_id = self._vocabulary.get(term)
             shipped_df = int(self._df[shipped_id]) if shipped_id is not None else 0
-            learned_df = int(seg.df[learned_id]) if learned_id is not None and learned_id < len(seg.df) else 0
-            df = shipped_df + learned_df
+            learned = self._learned_postings(term)
+            df = shipped_df + len(learned[0])
+            if not df:
+                continue
             weight = math.log1p((n_docs - df + 0.5) / (df + 0.5)) * factor  # Lucene's IDF, as lexical.py
             if shipped_df:
                 start, end = self._indptr[shipped_id], self._indptr[shipped_id + 1]
                 scores[self._doc_ids[start:end]] += weight * self._weights[start:end]
-            if learned_df:
-                for run in seg.runs:
-                    found = run.postings(learned_id)
-                    if found is not None:
-                        slots, weights = found
-                        inside = slots < seg.n  # a run made after this view's slots
-                        scores[self.n_shipped + slots[inside]] += weight * weights[inside]
+            scores[self.n_shipped + learned[0]] += weight * learned[1]
         scores[~self._allowed(allowed)] = 0.0
         return self._by_entry(_top(scores, depth * 4), depth)
 
-    def _known(self, term: str) -> bool:
-        if term in self._vocabulary:
-            return True
-        t = self.segment.vocabulary.get(term)
-        return t is not None and t < len(self.segment.df) and self.segment.df[t] > 0
+    def _learned_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, weights) of the live accepted learned questions holding `term`."""
+        seg, key = self.segment, np.uint64(term_hash(term))
+        found = [p for run in seg.runs if (p := run.postings(key)) is not None]
+        if not found:
+            return _NO_POSTINGS
+        slots = np.concatenate([s for s, _ in found]) if len(found) > 1 else found[0][0]
+        weights = np.concatenate([w for _, w in found]) if len(found) > 1 else found[0][1]
+        keep = slots < seg.n  # a run made after this view's slots
+        keep[keep] = seg.accepted[slots[keep]]
+        return slots[keep], weights[keep]
 
     def dense_ranking(self, qvec: np.ndarray, allowed: np.ndarray, depth: int
                       ) -> tuple[list[int], dict[int, int], np.ndarray]:
@@ -333,6 +323,9 @@ class SearchedQuestions:
     def best_cosine(self, cosines: np.ndarray, row: int) -> float | None:
         mine = cosines[self.rows == row]
         return float(mine.max()) if mine.size else None
+
+
+_NO_POSTINGS = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -372,7 +365,7 @@ class Votes:
             if slot < seg.n and mask[slot]:
                 take(slot, 1.0)
         if qvec is not None and seg.vectors.shape[1] == len(qvec):
-            cosines = seg.vectors @ np.asarray(qvec, dtype=np.float32)
+            cosines = seg.cosines(qvec)
             for slot in np.flatnonzero(mask & seg.embedded & (cosines >= NEAR_COSINE)):
                 take(int(slot), float(cosines[slot]))
         return sorted(((row, text, sim) for row, (text, sim) in found.items()), key=lambda item: -item[2])
@@ -400,120 +393,6 @@ class Learned:
         return cls(searched, Votes(view, view.accepted), Votes(view, view.demoted))
 
 
-# --- the vectors, kept on disk ------------------------------------------------------------
-
-
-class VectorLog:
-    """Vectors of learned questions for one embedder in an append-only file: a 128-byte header
-    (magic, dimension, embedder id), then records of a 16-byte key (a hash of the embedder and the
-    text) and the float32 vector. A vote appends one record; a record cut by a crash is dropped
-    before the next append; `compact` writes only the keys still wanted."""
-
-    MAGIC = b"RLHVEC1\n"
-    HEADER = 128
-
-    def __init__(self, folder: Path, embedder_id: str, dim: int):
-        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in embedder_id)
-        self.path = Path(folder) / f"{name}.f32"
-        self.embedder_id, self.dim = embedder_id, dim
-        self._dtype = np.dtype([("key", "V16"), ("vector", "<f4", (dim,))])
-        self._held: dict[bytes, np.ndarray] = {}
-        self._read_to = 0  # bytes of the file read into _held
-
-    def key(self, text: str) -> bytes:
-        return hashlib.blake2b(f"{self.embedder_id}\0{text}".encode(), digest_size=16).digest()
-
-    def _header(self) -> bytes:
-        ident = self.embedder_id.encode()[:100]
-        return (self.MAGIC + struct.pack("<II", self.dim, len(ident)) + ident).ljust(self.HEADER, b"\0")
-
-    def _read_new(self) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                if self._read_to == 0:
-                    if f.read(self.HEADER) != self._header():
-                        return  # another embedder's file, or damaged: written anew by compact
-                    self._read_to = self.HEADER
-                size = os.fstat(f.fileno()).st_size
-                whole = (size - self._read_to) // self._dtype.itemsize
-                if whole <= 0:
-                    return
-                f.seek(self._read_to)
-                records = np.fromfile(f, dtype=self._dtype, count=whole)
-        except OSError:
-            return
-        self._read_to += whole * self._dtype.itemsize
-        for key, vector in zip(records["key"], records["vector"], strict=True):
-            self._held[bytes(key)] = vector
-
-    def get(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """The vectors held for `texts`, by text."""
-        self._read_new()
-        keys = [self.key(t) for t in texts]
-        return {t: self._held[k] for t, k in zip(texts, keys, strict=True) if k in self._held}
-
-    def add(self, texts: list[str], vectors: np.ndarray) -> None:
-        """Append vectors (best effort: a read-only data folder only means embedding again)."""
-        records = np.zeros(len(texts), dtype=self._dtype)
-        records["key"] = [np.void(self.key(t)) for t in texts]
-        records["vector"] = vectors
-        for t, v in zip(texts, records["vector"], strict=True):
-            self._held[self.key(t)] = v
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError:
-            return
-        try:
-            _lock(fd)
-            size = os.fstat(fd).st_size
-            if size < self.HEADER or os.pread(fd, self.HEADER, 0) != self._header():
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, self._header(), 0)
-                size = self.HEADER
-            whole = self.HEADER + (size - self.HEADER) // self._dtype.itemsize * self._dtype.itemsize
-            if whole != size:
-                os.ftruncate(fd, whole)  # a record cut by a crash
-            os.pwrite(fd, records.tobytes(), whole)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-    def compact(self, keep: Iterable[str]) -> None:
-        """Write the file anew with only the vectors of `keep`, when most of it is for other texts."""
-        self._read_new()
-        wanted = {self.key(t) for t in keep}
-        if len(self._held) <= 2 * len(wanted) + 1_000:
-            return
-        kept = [(k, v) for k, v in self._held.items() if k in wanted]
-        records = np.zeros(len(kept), dtype=self._dtype)
-        if kept:
-            records["key"] = [np.void(k) for k, _ in kept]
-            records["vector"] = np.stack([v for _, v in kept])
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with open(fd, "wb") as out:
-                out.write(self._header() + records.tobytes())
-            os.replace(tmp, self.path)
-        except OSError:
-            with suppress(OSError):
-                tmp.unlink()
-            return
-        self._held = dict(kept)
-        self._read_to = self.HEADER + len(kept) * self._dtype.itemsize
-
-
-def _lock(fd: int) -> None:
-    try:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
-    except ImportError:
-        pass
-
-
 # --- keeping it up to date -----------------------------------------------------------------
 
 
@@ -525,10 +404,11 @@ class LiveLearned:
                  clock: Callable[[], float] = time.monotonic):
         self.bank, self.index, self.embed, self.clock = bank, index, embed, clock
         self.follower = bank.follower()
-        self.vectors = VectorLog(bank.vectors_path, index.embedder_id, dim)
+        self.vectors = VectorLog(bank.cache_dir, index.embedder_id, dim)
+        self.tokens = TokenLog(bank.cache_dir)
         shipped = index.questions
         avgdl = float(shipped.bm25.doc_lengths.mean()) if shipped is not None and len(shipped) else 0.0
-        self.segment = LearnedSegment(dim, avgdl if avgdl > 0 else DEFAULT_AVGDL)
+        self.segment = LearnedSegment(dim, avgdl if avgdl > 0 else DEFAULT_AVGDL, self.tokens)
         self.held: dict[tuple, object] = {}  # key -> the record its slot was made from (placed or not)
         self.waiting: list[int] = []  # slots without their vector yet
         self._sections: dict | None = None
@@ -572,6 +452,7 @@ class LiveLearned:
         self._learned = Learned.of(self.index.questions, self.segment.snapshot())
         if delta.reset:
             self.vectors.compact(r.text for r in self.held.values())
+            self.tokens.compact(r.text for r in self.held.values() if r.vote == 1)
 
     def _add(self, records: list) -> None:
         placed = []
@@ -586,6 +467,8 @@ class LiveLearned:
         found = self.vectors.get(texts)
         vectors = np.zeros((len(placed), self.segment.dim), dtype=np.float32)
         embedded = np.zeros(len(placed), dtype=bool)
+        if len(found) < len(texts):
+            found.update(self._from_old_cache([t for t in texts if t not in found]))
         missing = []
         for i, text in enumerate(texts):
             if text in found:
@@ -595,6 +478,17 @@ class LiveLearned:
         first = self.segment.n
         self.segment.add(placed, vectors, embedded)
         self.waiting += [first + i for i in missing]
+
+    def _from_old_cache(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Vectors the bank's cache held before learned_store.py (questions.jsonl.vectors.npz), moved
+        into the VectorLog, so an upgrade embeds nothing again."""
+        old = self.bank.path.with_name(self.bank.path.name + ".vectors.npz")
+        if not old.is_file():
+            return {}
+        held = VectorCache(old).held(self.index.embedder_id, texts)
+        if held:
+            self.vectors.add(list(held), np.stack(list(held.values())))
+        return held
 
     def _embed_waiting(self) -> None:
         """Embed what has no vector yet, for at most EMBED_SECONDS (the first batch always)."""

@@ -39,7 +39,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import secrets
 import threading
 import unicodedata
@@ -57,7 +56,7 @@ from ..errors import UserBankError
 log = logging.getLogger(__name__)
 
 FILE_NAME = "questions.jsonl"
-VECTORS_SUFFIX = ".vectors"  # a folder beside the file: the questions' vectors per embedder (learned.py)
+CACHE_SUFFIX = ".learned"  # a folder beside the file: the questions' vectors and tokens (learned_store.py)
 LAST_ANSWER_FILE = "last_answer.json"
 SOURCES = ("web", "cli", "chat", "import")
 MAX_QUESTION_CHARS = 2_000  # as the shipped bank: a longer text is a log, not a question
@@ -74,11 +73,14 @@ def default_path() -> Path:
     return config.data_dir() / FILE_NAME
 
 
+TRAILING = " ?？!！.。,，;；:："  # dropped from the end of a question, with spaces
+
+
 def normalize(text: str) -> str:
     """The form two questions are compared in: Unicode-folded, case-folded, spaces collapsed,
     trailing punctuation dropped ("Rewards stuck at 0?" == "rewards stuck at 0")."""
     text = unicodedata.normalize("NFKC", text or "").casefold()
-    return re.sub(r"[\s?？!！.。,，;；:：]+$", "", " ".join(text.split()))
+    return " ".join(text.split()).rstrip(TRAILING)
 
 
 def record_id(text: str, collection: str, doc: str, heading: str) -> str:
@@ -412,8 +414,8 @@ class UserBank:
         self._thread_lock = threading.RLock()
 
     @property
-    def vectors_path(self) -> Path:
-        return self.path.with_name(self.path.name + VECTORS_SUFFIX)
+    def cache_dir(self) -> Path:
+        return self.path.with_name(self.path.name + CACHE_SUFFIX)
 
     def signature(self) -> tuple[int, int] | None:
         """(mtime_ns, size) of the file, None when there is none: a cheap "has it changed?"."""

@@ -10,9 +10,10 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import bench, synthetic, timing
+from . import bankbench, bench, synthetic, timing
 
-WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search, **synthetic.WORKERS}
+WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search,
+           "learned_bank": bankbench.worker_learned_bank, **synthetic.WORKERS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
