@@ -173,6 +173,7 @@ def test_long_fields_are_refused_and_counted_as_too_long(tmp_path, field, size):
         bank.add("a question", {**entry(4), field: "h" * size}, 1, "web")
 
 
+@pytest.mark.slow  # 40 MB of input
 def test_an_import_is_read_line_by_line(tmp_path, monkeypatch):
     """A file far larger than the bank may hold is read without holding it: memory stays small."""
     monkeypatch.setattr(userbank, "MAX_RECORDS", 200)

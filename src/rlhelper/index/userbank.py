@@ -388,12 +388,12 @@ class ImportReport:
                                                        "too_long", "malformed")}
 
     def summary(self) -> str:
-        line = (f"{self.added} added, {self.changed} changed (a newer vote), {self.unchanged} already held; "
-                f"{self.skipped} skipped")
-        why = [f"{n} {what}" for n, what in ((self.over_cap, f"over the cap of {MAX_RECORDS:,} records"),
-                                             (self.too_long, "too long"), (self.malformed, "malformed")) if n]
+        line = (f"{self.added:,} added, {self.changed:,} changed (a newer vote), {self.unchanged:,} already held; "
+                f"{self.skipped:,} skipped")
+        why = [f"{n:,} {what}" for n, what in ((self.over_cap, f"over the cap of {MAX_RECORDS:,} records"),
+                                               (self.too_long, "too long"), (self.malformed, "malformed")) if n]
         line += f" ({', '.join(why)})" if why else ""
-        line += f"; {self.evicted} older imported question{'s' if self.evicted != 1 else ''} evicted to make room"
+        line += f"; {self.evicted:,} older imported question{'s' if self.evicted != 1 else ''} evicted to make room"
         return line
 
 
