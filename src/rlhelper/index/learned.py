@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .learned_store import TokenLog, VectorLog, term_hash
-from .questions import QuestionIndex, VectorCache, section_rows
+from .questions import QuestionIndex, VectorCache, best_first, by_entry, section_rows
 
 NEAR_COSINE = 0.95  # a query this close to a learned question is taken as that question
 MERGE_LIMIT = 4_096  # documents: runs smaller than this are merged as they pile up; larger ones stay
@@ -280,7 +280,7 @@ class SearchedQuestions:
                 scores[self._doc_ids[start:end]] += weight * self._weights[start:end]
             scores[self.n_shipped + learned[0]] += weight * learned[1]
         scores[~self._allowed(allowed)] = 0.0
-        return self._by_entry(_top(scores, depth * 4), depth)
+        return by_entry(self.rows, _top(scores, depth * 4), depth)
 
     def _learned_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(slots, weights) of the live accepted learned questions holding `term`."""
@@ -300,25 +300,8 @@ class SearchedQuestions:
         usable = self._allowed(allowed)
         if self.segment.n:
             usable[self.n_shipped:] &= self.segment.embedded
-        masked = np.where(usable, cosines, -np.inf)
-        want = min(len(masked), depth * 4)
-        top = np.argpartition(-masked, want - 1)[:want] if want < len(masked) else np.arange(len(masked))
-        top = top[np.argsort(-masked[top], kind="stable")]
-        top = top[np.isfinite(masked[top])]
-        ranked, best = self._by_entry(top, depth)
+        ranked, best = by_entry(self.rows, best_first(np.where(usable, cosines, -np.inf), depth * 4), depth)
         return ranked, best, cosines
-
-    def _by_entry(self, question_ids: Iterable[int], depth: int) -> tuple[list[int], dict[int, int]]:
-        ranked: list[int] = []
-        best: dict[int, int] = {}
-        for q in question_ids:
-            row = int(self.rows[int(q)])
-            if row >= 0 and row not in best:
-                best[row] = int(q)
-                ranked.append(row)
-                if len(ranked) >= depth:
-                    break
-        return ranked, best
 
     def best_cosine(self, cosines: np.ndarray, row: int) -> float | None:
         mine = cosines[self.rows == row]

@@ -238,7 +238,7 @@ class QuestionIndex:
                         depth: int) -> tuple[list[int], dict[int, int]]:
         """Entry rows ranked by their best-matching question (BM25), and that question per row."""
         ids, scores = self.bm25.search(query_tokens, depth * 4, allowed=allowed[self.rows], extra=extra)
-        return self._by_entry(ids[scores > 0], depth)
+        return by_entry(self.rows, ids[scores > 0], depth)
 
     def dense_ranking(self, qvec: np.ndarray, allowed: np.ndarray, depth: int
                       ) -> tuple[list[int], dict[int, int], np.ndarray]:
@@ -246,24 +246,8 @@ class QuestionIndex:
         question's cosine."""
         cosines = self.vectors @ np.asarray(qvec, dtype=np.float32)
         masked = np.where(allowed[self.rows], cosines, -np.inf)
-        want = min(len(masked), depth * 4)
-        top = np.argpartition(-masked, want - 1)[:want] if want < len(masked) else np.arange(len(masked))
-        top = top[np.argsort(-masked[top], kind="stable")]
-        top = top[np.isfinite(masked[top])]
-        ranked, best = self._by_entry(top, depth)
+        ranked, best = by_entry(self.rows, best_first(masked, depth * 4), depth)
         return ranked, best, cosines
-
-    def _by_entry(self, question_ids: Iterable[int], depth: int) -> tuple[list[int], dict[int, int]]:
-        ranked: list[int] = []
-        best: dict[int, int] = {}
-        for q in question_ids:
-            row = int(self.rows[int(q)])
-            if row not in best:
-                best[row] = int(q)
-                ranked.append(row)
-                if len(ranked) >= depth:
-                    break
-        return ranked, best
 
     def best_cosine(self, cosines: np.ndarray, row: int) -> float | None:
         """The highest cosine between the query and any question of entry `row`."""
@@ -279,6 +263,28 @@ class QuestionIndex:
 
     def source(self, q: int) -> str:
         return self.sources[q]
+
+
+def best_first(masked: np.ndarray, want: int) -> np.ndarray:
+    """Ids of the `want` highest finite values of `masked` (-inf: left out), best first."""
+    top = np.argpartition(-masked, want - 1)[:want] if want < len(masked) else np.arange(len(masked))
+    top = top[np.argsort(-masked[top], kind="stable")]
+    return top[np.isfinite(masked[top])]
+
+
+def by_entry(rows: np.ndarray, question_ids: Iterable[int], depth: int) -> tuple[list[int], dict[int, int]]:
+    """Entry rows in the order their questions come (`rows[q]`; a row below 0 is no entry), and the
+    first question of each, up to `depth` rows."""
+    ranked: list[int] = []
+    best: dict[int, int] = {}
+    for q in question_ids:
+        row = int(rows[int(q)])
+        if row >= 0 and row not in best:
+            best[row] = int(q)
+            ranked.append(row)
+            if len(ranked) >= depth:
+                break
+    return ranked, best
 
 
 class VectorCache:

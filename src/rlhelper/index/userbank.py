@@ -194,16 +194,21 @@ def parse_line(line: bytes) -> Change | dict | None:
     line. ValueError (TooLong) says what is wrong with anything else."""
     if not line.strip():
         return None
-    try:
-        row = json.loads(line.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
+    row = json_of(line)
     if isinstance(row, dict) and HEADER_KEY in row:
         return row
     removed = isinstance(row, dict) and row.get("removed") is True
     return Change(LearnedQuestion.from_dict(row, removal=removed), removed)
+
+
+def json_of(line: bytes):
+    """The JSON value of one line; ValueError says why there is none."""
+    try:
+        return json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def complete_lines(f, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[bytes | None, int]]:
@@ -565,12 +570,7 @@ class UserBank:
         if not line.strip():
             return None
         try:
-            try:
-                row = json.loads(line.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise ValueError("not UTF-8 text") from None
-            except RecursionError:
-                raise ValueError("JSON nested too deeply") from None
+            row = json_of(line)
             if isinstance(row, dict) and HEADER_KEY in row:
                 return None
             if isinstance(row, dict) and "removed" in row:

@@ -23,6 +23,7 @@ import subprocess
 import threading
 import time
 import urllib.parse
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -220,33 +221,63 @@ def bank_trial(work: Path, env: dict):
                     problems)
 
 
-def ipv6_trial(index: Path, env: dict):
-    from .clitrials import CliTrial
-
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
-            s.bind(("::1", 0))
-            port = s.getsockname()[1]
-    except OSError:
-        return None
-    proc = subprocess.Popen(rlhelper_command("serve", "--host", "::1", "--port", str(port), "--index", str(index)),
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@contextmanager
+def serving(args: list[str], env: dict, ready: str, timeout: float = 120):
+    """`rlhelper ARGS` (a server) until a line it prints holds `ready`; terminated on leaving. Yields
+    (stdout lines, stderr lines) as they come; TimeoutError when it never gets ready, RuntimeError
+    when it ends first (with what it said)."""
+    proc = subprocess.Popen(rlhelper_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     out: list[str] = []
-    reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
-    reader.start()
-    served = False
+    err: list[str] = []
+    readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)
+               for s, into in ((proc.stdout, out), (proc.stderr, err))]
+    for reader in readers:
+        reader.start()
     try:
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline and not served:
-            served = any(f"http://[::1]:{port}" in line for line in out)
+        deadline = time.monotonic() + timeout
+        while not any(ready in line for line in out):
+            if proc.poll() is not None:
+                raise RuntimeError(f"rlhelper {args[0]} ended: {''.join(err)[-2000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"rlhelper {args[0]} was not ready within {timeout} s")
             time.sleep(0.3)
+        yield out, err
     finally:
         proc.terminate()
         try:
-            _, err = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            _, err = proc.communicate()
-    ok = served and "Traceback" not in err
+            proc.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+
+
+def ipv6_port() -> int | None:
+    """A free port on the IPv6 loopback, None when this machine has none."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+            return s.getsockname()[1]
+    except OSError:
+        return None
+
+
+def ipv6_trial(index: Path, env: dict):
+    from .clitrials import CliTrial
+
+    port = ipv6_port()
+    if port is None:
+        return None
+    err: list[str] = []
+    try:
+        with serving(["serve", "--host", "::1", "--port", str(port), "--index", str(index)], env,
+                     f"http://[::1]:{port}") as (_, err):
+            pass
+        ok = "Traceback" not in "".join(err)
+        problem = "".join(err)[-300:]
+    except (RuntimeError, TimeoutError) as exc:
+        ok, problem = False, str(exc)[-300:]
     return CliTrial("ipv6", "`rlhelper serve --host ::1`", int(ok), 1,
-                    "served on [::1]" if ok else "did not serve", [] if ok else [err[-300:]])
+                    "served on [::1]" if ok else "did not serve", [] if ok else [problem])

@@ -220,8 +220,8 @@ class GitHubClient:
         self.sleep(delay)
 
 
-class _WatchedConnection(http.client.HTTPConnection):
-    """Keeps its socket where the request's watchdog finds it."""
+class _Watched:
+    """A connection that keeps its socket where the request's watchdog finds it."""
 
     def __init__(self, *args, sockets: list, **kwargs):
         super().__init__(*args, **kwargs)
@@ -232,14 +232,12 @@ class _WatchedConnection(http.client.HTTPConnection):
         self._sockets.append(self.sock)
 
 
-class _WatchedSecureConnection(http.client.HTTPSConnection):
-    def __init__(self, *args, sockets: list, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._sockets = sockets
+class _WatchedConnection(_Watched, http.client.HTTPConnection):
+    pass
 
-    def connect(self):
-        super().connect()
-        self._sockets.append(self.sock)
+
+class _WatchedSecureConnection(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 class _WatchedHTTP(urllib.request.HTTPHandler):
