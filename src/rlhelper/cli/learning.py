@@ -154,7 +154,37 @@ def questions_import(source):
     and lines that are too long or not questions, are skipped and counted."""
     from ..index.userbank import UserBank
 
-    report = UserBank().import_file(source)
+    bank = UserBank()
+    report = bank.import_file(source)
     for problem in report.first_problems:
         click.secho(f"note: {one_line(problem)}; skipped", fg="yellow", err=True)
     click.echo(report.summary())
+    if report.added or report.changed:
+        _prepare_for_search(bank)
+
+
+def _prepare_for_search(bank) -> None:
+    """Tokenize and embed what was imported now, so the first searches need not (learned.prepare).
+    Without an index there is no embedder to ask: the searches embed (half a second each)."""
+    from .. import config
+    from ..errors import RlhelperError
+    from ..index import learned
+
+    embedder = dim = None
+    try:
+        from ..index.embed import get_embedder
+        from ..index.store import Index
+
+        index = Index.load(config.resolve_index(None))
+        embedder, dim = get_embedder(index.embedder_id), index.dim
+    except RlhelperError:
+        pass
+    def say(line: str) -> None:
+        click.echo(f"questions: {line}", err=True)
+
+    try:
+        learned.prepare(bank, embedder, dim, notify=say)
+    except KeyboardInterrupt:
+        say("stopped: the questions not embedded yet are embedded by the searches, half a second at a time")
+    except RlhelperError as err:
+        say(f"not prepared ({one_line(str(err))}): the searches do it, half a second at a time")

@@ -43,6 +43,7 @@ from .questions import QuestionIndex, VectorCache, best_first, by_entry, section
 
 NEAR_COSINE = 0.95  # a query this close to a learned question is taken as that question
 MERGE_LIMIT = 4_096  # documents: runs smaller than this are merged as they pile up; larger ones stay
+INDEX_CHUNK = 2_048  # documents indexed into one run at most (a process start, a big import)
 EMBED_SECONDS = 0.5  # of embedding missing vectors per search; the rest waits for the next search
 EMBED_BATCH = 16
 DEFAULT_AVGDL = 10.0  # tokens of a question, when there is no shipped bank to measure
@@ -64,11 +65,12 @@ class Run:
 
     @classmethod
     def of(cls, term_ids: np.ndarray, slots: np.ndarray, weights: np.ndarray, docs: int) -> Run:
-        order = np.argsort(term_ids, kind="stable")
-        terms, counts = np.unique(term_ids[order], return_counts=True)
-        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        return cls(terms.astype(np.uint64), indptr, slots[order].astype(np.int32),
+        order = np.argsort(term_ids)  # a term's postings in any order: no stable sort needed
+        ordered = term_ids[order]
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]])) if len(ordered) else \
+            np.zeros(0, dtype=np.int64)
+        indptr = np.append(starts, len(ordered)).astype(np.int64)
+        return cls(ordered[starts].astype(np.uint64), indptr, slots[order].astype(np.int32),
                    weights[order].astype(np.float32), docs)
 
     def postings(self, term: np.uint64) -> tuple[np.ndarray, np.ndarray] | None:
@@ -155,15 +157,15 @@ class LearnedSegment:
             self.by_normalized.setdefault(key[0], []).append(int(slot))
         self.n += len(placed)
         accepted = [(int(slot), text) for slot, (_, _, text, vote) in zip(slots, placed, strict=True) if vote == 1]
-        if accepted:
-            self._index_words(accepted)
+        for start in range(0, len(accepted), INDEX_CHUNK):  # a big load in runs: bounded memory and sorts
+            self._index_words(accepted[start:start + INDEX_CHUNK])
 
     def _index_words(self, accepted: list[tuple[int, str]]) -> None:
         made = self.tokens.of([text for _, text in accepted])
         term_arr = np.concatenate([hashes for hashes, _, _ in made])
         tf_arr = np.concatenate([counts for _, counts, _ in made])
         sizes = [len(hashes) for hashes, _, _ in made]
-        slots = np.repeat(np.array([slot for slot, _ in accepted], dtype=np.int64), sizes)
+        slots = np.repeat(np.array([slot for slot, _ in accepted], dtype=np.int32), sizes)
         lengths = np.repeat(np.array([length for *_, length in made], dtype=np.float32), sizes)
         norm = K1 * (1.0 - B + B * lengths / self.avgdl)
         weights = tf_arr * (K1 + 1.0) / (tf_arr + norm)
@@ -505,3 +507,25 @@ class LiveLearned:
 def _same(held, record) -> bool:
     """The slot of `held` still stands for `record` (only the time of the vote changed)."""
     return held is not None and (held.text, held.vote, held.entry_id) == (record.text, record.vote, record.entry_id)
+
+
+def prepare(bank, embedder=None, dim: int | None = None, notify: Callable[[str], None] = lambda line: None,
+            batch: int = 64) -> tuple[int, int]:
+    """Tokenize the bank's accepted questions and embed those without a vector for `embedder` (when
+    given), into the files searches read (after `questions import`, so the first searches need not).
+    Each batch is kept as it is made: interrupted, the rest is left to the searches. Returns (questions
+    tokenized or found tokenized, questions embedded now)."""
+    records = bank.records()
+    accepted = list(dict.fromkeys(r.text for r in records if r.vote == 1))
+    TokenLog(bank.cache_dir).of(accepted)
+    if embedder is None:
+        return len(accepted), 0
+    log = VectorLog(bank.cache_dir, embedder.id, dim or embedder.dim)
+    texts = list(dict.fromkeys(r.text for r in records))
+    held = log.get(texts)
+    missing = [t for t in texts if t not in held]
+    for start in range(0, len(missing), batch):
+        chunk = missing[start:start + batch]
+        log.add(chunk, np.asarray(embedder.embed_documents(chunk), dtype=np.float32))
+        notify(f"embedded {start + len(chunk):,} of {len(missing):,} questions for {embedder.id}")
+    return len(accepted), len(missing)

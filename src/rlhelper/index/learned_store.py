@@ -71,7 +71,7 @@ class _AppendOnly:
         """Append under the file's lock what `build(fd, size)` makes: (where the whole records end,
         the bytes), so a record a crash left half written is cut first. Whether it was written."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the bank's, the user's alone
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             return False

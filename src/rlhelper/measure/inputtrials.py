@@ -188,7 +188,7 @@ def bank_trial(work: Path, env: dict):
 
     data = work / "data"
     data.mkdir(parents=True, exist_ok=True)
-    env = {**env, "RLHELPER_DATA_DIR": str(data)}
+    env = {**env, "RLHELPER_DATA_DIR": str(data), "RLHELPER_INDEX_DIR": str(work / "no-index")}  # no embedding
     (data / "questions.jsonl").write_text(_record("my own question", 0, source="web"), encoding="utf-8")
     source = work / "team.jsonl"
     with source.open("w", encoding="utf-8") as f:
