@@ -109,18 +109,19 @@ def worker_learned_bank(index: str, queries: list[str], workdir: str, size: int 
             "slots": live.segment.n, "runs": len(live.segment.runs)}
 
 
-def learned_bank_rows(index: Path, queries: list[str], ask_argv) -> tuple[list[dict], dict]:
-    """The bench's rows for a bank of BANK_SIZE learned questions, and their details."""
+def learned_bank_rows(index: Path, queries: list[str], ask_argv, size: int = BANK_SIZE) -> tuple[list[dict], dict]:
+    """The bench's rows for a bank of `size` learned questions, and their details."""
     with tempfile.TemporaryDirectory(prefix="rlhelper-bank-") as tmp:
-        done = run_worker("learned_bank", index=str(index), queries=queries[:80], workdir=tmp, timeout=3600)
+        done = run_worker("learned_bank", index=str(index), queries=queries[:80], workdir=tmp, size=size,
+                          timeout=3600)
         env = {**os.environ, "RLHELPER_DATA_DIR": tmp}
         measure_process(ask_argv, env=env)  # untimed: the first run embeds what the bank lacks, if anything
         asks = [measure_process(ask_argv, env=env)["wall"] for _ in range(3)]
     without, after = percentile(done["without_ms"], 50), percentile(done["after_vote_ms"], 50)
     added = [a - w for a, w in zip(done["after_vote_ms"], done["without_ms"], strict=True)]
-    label = f"{BANK_SIZE:,} learned questions of {QUESTION_CHARS:,} characters"
+    label = f"{size:,} learned questions of {QUESTION_CHARS:,} characters"
     rows = [
-        row("learned_vote_added_p50", f"{label}: a search right after a vote, added to the warm search (p50 of "
+        row("learned_vote_added_p50" if size == BANK_SIZE else None, f"{label}: a search right after a vote, added to the warm search (p50 of "
             "the differences, query by query)", percentile(added, 50), "ms",
             f"p50 {after:.1f} ms against {without:.1f} ms without the bank ({len(added)} votes; vectors built, "
             "not embedded)"),
