@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import socket
 import threading
@@ -160,7 +161,6 @@ class GitHubClient:
         })
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
-        self._sockets.clear()
         expired = threading.Event()
 
         def expire() -> None:  # wakes a read blocked on the socket: it then ends at once
@@ -186,6 +186,9 @@ class GitHubClient:
             raise exc if isinstance(exc, OSError) else OSError(str(exc)) from None
         finally:
             watchdog.cancel()
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
         if expired.is_set():  # the body may have been cut short without an error
             raise DeadlineExceeded(f"no answer within {self.timeout:g} s")
         return answer
@@ -221,15 +224,21 @@ class GitHubClient:
 
 
 class _Watched:
-    """A connection that keeps its socket where the request's watchdog finds it."""
+    """A connection whose socket the request's watchdog can shut down from the moment it is
+    connected, TLS handshake included: it holds a duplicate of the socket's descriptor (shutting
+    one down shuts the socket down), as the TLS wrapper takes the original over."""
 
     def __init__(self, *args, sockets: list, **kwargs):
         super().__init__(*args, **kwargs)
         self._sockets = sockets
+        create = self._create_connection
 
-    def connect(self):
-        super().connect()
-        self._sockets.append(self.sock)
+        def watched(*args, **kwargs):
+            sock = create(*args, **kwargs)
+            self._sockets.append(socket.socket(fileno=os.dup(sock.fileno())))
+            return sock
+
+        self._create_connection = watched
 
 
 class _WatchedConnection(_Watched, http.client.HTTPConnection):
