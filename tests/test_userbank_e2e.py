@@ -54,8 +54,10 @@ def test_cli_ask_accept_ask_again(tmp_path, full_index, usem3_cache_dir, third):
     assert shown.returncode == 0 and f"matched: {QUESTION}" in shown.stdout
 
     data = home / ".local" / "rlhelper"
-    for name in ("questions.jsonl", "questions.jsonl.vectors.npz", "last_answer.json"):
+    for name in ("questions.jsonl", "questions.jsonl.learned/usem3.f32", "questions.jsonl.learned/tokens.bin",
+                 "last_answer.json"):
         assert stat.S_IMODE((data / name).stat().st_mode) == 0o600, name
+    assert stat.S_IMODE((data / "questions.jsonl.learned").stat().st_mode) == 0o700
     listed = rlhelper(["questions", "list", "--json"], env)
     record = json.loads(listed.stdout)
     assert (record["text"], record["entry_id"], record["vote"], record["source"]) == (QUESTION, third["id"], 1, "cli")

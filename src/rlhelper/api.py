@@ -12,8 +12,8 @@
 
 Loading reads the index folder only; the embedding model loads on the first
 dense search, so a lexical-only use never pays for it. The user's own question
-bank (userbank.py: questions learned from votes) is read on the first search,
-and again whenever its file changes.
+bank (userbank.py: questions learned from votes) is read on the first search;
+each later search applies only what was written to it since (learned.py).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import config
+from .bankbench import BANK_SIZE, learned_bank_rows
 from .timing import TARGETS, load_queries, machine, measure_process, percentile, row, run_worker, write_json
 
 DEFAULT_BENCH_FILE = config.REPO_ROOT / "eval" / "reports" / "bench.json"
@@ -105,11 +106,13 @@ def run_bench(
     ask_runs: int = 5,
     search_repeats: int = 1,
     max_queries: int | None = None,
+    learned_bank: int = BANK_SIZE,
 ) -> dict:
     """Cold ingest + no-change re-ingest of `sources` (default: the shipped seeds and official
     collections) into a temporary index, then warm search latency over the eval queries, whole-process
     `rlhelper ask` (median of `ask_runs`, after one untimed run) and peak RSS, on `index_dir` when
-    given, else on the index just built. Writes the figures as JSON to `json_out`
+    given, else on the index just built; then a bank of `learned_bank` learned questions (bankbench.py; 0
+    leaves it out). Writes the figures as JSON to `json_out`
     (default eval/reports/bench.json) and returns them.
     """
     sources = [Path(s) for s in (sources or [config.corpus_dir() / c for c in config.DEFAULT_COLLECTIONS])]
@@ -146,6 +149,10 @@ def run_bench(
 
         rows += judge_rows(index, queries, search_repeats, percentile(lat, 50))
         rows += sync_rows(built, Path(tmp) / "sync", details)
+        if learned_bank:
+            bank_rows, details["learned_bank"] = learned_bank_rows(index, queries, ask_argv(ASK_QUERY, index),
+                                                                   size=learned_bank)
+            rows += bank_rows
 
         argv = ask_argv(ASK_QUERY, index)
         measure_process(argv)  # untimed: the first run after install writes the model's weight cache

@@ -33,6 +33,10 @@ Everything happens in a temporary folder: the index named is only copied.
                 attacks on the CLI and ingest (clitrials.py): terminal escapes on a pty, a
                 misbehaving model server, a giant section, links out of a docs folder, twin
                 linking of huge pages
+    exports, github, bank, ipv6
+                hostile GitHub exports, a GitHub API that drips, pages forever or nests JSON
+                deep, a hostile `questions import` and `questions list` on a pty, `serve --host
+                ::1` (inputtrials.py)
 
 The work is done by trials.py (one function per trial, returning observations);
 this module only counts what held and lays out the table.
@@ -136,7 +140,7 @@ def _fuzz(examples: int, seed: int) -> Row:
 
 WebStep = Callable[[Path, Path, int, float], "Row | list[Row] | None"]
 
-CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections")
+CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections", "exports", "github", "bank", "ipv6")
 
 
 def _cli(work: Path, env: dict, skip: Sequence[str]) -> list[Row]:

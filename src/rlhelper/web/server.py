@@ -101,10 +101,22 @@ class ClientErrorStatus:
         await self.app(scope, receive, relay)
 
 
+def bare_host(host: str) -> str:
+    """`[::1]` as `::1`: how an IPv6 address is bound and resolved."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def gradio_host(host: str) -> str:
+    """An IPv6 address in brackets: Gradio makes its own URL (and checks it) from the name it binds,
+    and `http://:::7860/` is no URL."""
+    host = bare_host(host)
+    return f"[{host}]" if ":" in host else host
+
+
 def launch_options(host: str = "127.0.0.1", port: int | None = 7860) -> dict:
     """Keyword arguments for Blocks.launch: local only, private, our look (Gradio 6 takes css/theme here)."""
     return {
-        "server_name": host,
+        "server_name": gradio_host(host),
         "server_port": port,
         "share": False,
         "inbrowser": False,
@@ -147,7 +159,7 @@ def _warm_up(helper) -> None:
 def is_loopback(host: str, port: int | None = None) -> bool:
     """Whether binding `host` keeps the server on this machine; ConfigError when it does not resolve."""
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(bare_host(host), port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as err:
         raise ConfigError(f"--host {host!r} cannot be resolved ({getattr(err, 'strerror', None) or err}): pass an "
                           "address such as 127.0.0.1 (this machine only) or 0.0.0.0 (every interface).") from None
@@ -191,7 +203,7 @@ def exposure_warning(host: str, port: int, llm: Sequence | None, feedback_path: 
     """What `serve` prints when it binds beyond loopback: who can reach it, and what they can use."""
     who = (f"with sign-in ({users} user{'s' if users != 1 else ''} in --auth-file): whoever signs in"
            if users else "with no authentication: anyone who reaches this port")
-    lines = [f"Warning: serving on {host}:{port}, reachable from other machines, {who} can ask questions, "
+    lines = [f"Warning: serving on {gradio_host(host)}:{port}, reachable from other machines, {who} can ask questions, "
              "have the LLM below answer, and vote."]
     endpoints = llm_endpoints(llm)
     for name, one in endpoints.items():
