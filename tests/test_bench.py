@@ -158,14 +158,17 @@ def tiny_corpus(tmp_path):
 @needs_system
 def test_run_bench_on_a_tiny_corpus(tiny_corpus, tmp_path):
     folder, queries = tiny_corpus
-    figures = bench.run_bench(eval_file=queries, sources=[folder], ask_runs=1, json_out=tmp_path / "bench.json")
+    figures = bench.run_bench(eval_file=queries, sources=[folder], ask_runs=1, json_out=tmp_path / "bench.json",
+                              learned_bank=300)
     keys = {r["key"] for r in figures["rows"]}
+    assert any(r["name"].startswith("300 learned questions") and "right after a vote" in r["name"]
+               for r in figures["rows"])
     assert {"cold_ingest", "reingest", "search_p50", "search_p95", "ask_process", "peak_rss_query",
             "peak_rss_ask"} <= keys
     from rlhelper.search.judge import judge_available
 
     assert ("judge_added_p50" in keys) is judge_available()  # the opt-in mode's cost, where it can run
-    assert all(r["value"] is not None and r["value"] >= 0 for r in figures["rows"])
+    assert all(r["value"] is not None and (r["value"] >= 0 or "added to" in r["name"]) for r in figures["rows"])
     assert figures["details"]["search"]["n"] == 3
     assert json.loads((tmp_path / "bench.json").read_text())["rows"] == figures["rows"]
     assert "PASS" in bench.format_bench(figures) or "FAIL" in bench.format_bench(figures)

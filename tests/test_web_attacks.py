@@ -97,8 +97,9 @@ def test_a_visitor_cannot_send_the_llm_request_or_the_key_to_a_url_of_their_choo
         assert event == "error" and "not in the list of choices" in payload, (data, payload)
     # The hidden ways of asking (an example, a link) take the same arguments and the same checks.
     deps = dependencies(llm_server)
-    for name in ("ask", "ask_1", "ask_linked"):
-        done = queue_call(llm_server, deps[name], [QUESTION, [], "", "", None, attacker.url], uuid.uuid4().hex)
+    for name in ("ask", "ask_page", "ask_page_1", "ask_linked", "ask_linked_1"):
+        done = queue_call(llm_server, deps[name], [QUESTION, [], "", "", None, attacker.url, None],
+                          uuid.uuid4().hex)
         assert done["success"] is False, (name, done)
     assert_nothing_reached(attacker)
     assert operator.requests == []
@@ -153,7 +154,7 @@ def test_without_a_configured_llm_the_page_offers_none_and_the_api_refuses_one(p
 def test_a_hand_made_vote_is_refused_with_http_400_and_its_reason(plain_server, event_data, reason):
     url, db = plain_server
     vote = dependencies(url)["vote"]
-    response = direct_call(url, vote, [None], uuid.uuid4().hex, event_data)
+    response = direct_call(url, vote, [None, None], uuid.uuid4().hex, event_data)
     assert response.status_code == 400, response.text
     assert reason in response.json()["error"]
 
@@ -163,15 +164,15 @@ def test_votes_and_comments_through_the_page_protocol_are_checked_and_bounded(pl
     deps, session = dependencies(url), uuid.uuid4().hex
     asked = queue_call(url, deps["ask"], [QUESTION, [], "", "", None, ""], session)
     assert asked["success"] is True
-    like = direct_call(url, deps["vote"], [None], session, {"index": 1, "value": None, "liked": "Like"})
+    like = direct_call(url, deps["vote"], [None, None], session, {"index": 1, "value": None, "liked": "Like"})
     assert like.status_code == 200 and "helpful" in json.dumps(like.json())
     # A comment over the limit is refused and left in the box, not stored.
-    long = direct_call(url, deps["comment"], [None, "x" * 6000], session)
+    long = direct_call(url, deps["comment"], [None, None, "x" * 6000], session)
     assert long.status_code == 200 and "limit is 2,000" in json.dumps(long.json())
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT comment FROM feedback").fetchall() == [(None,)]
     # A flood of votes from one client is bounded (this server allows 5 writes a minute).
-    said = [json.dumps(direct_call(url, deps["vote"], [None], session,
+    said = [json.dumps(direct_call(url, deps["vote"], [None, None], session,
                                    {"index": 1, "value": None, "liked": ("Like", "Dislike")[i % 2]}).json())
             for i in range(10)]
     assert sum("Too many votes" in s for s in said) >= 5

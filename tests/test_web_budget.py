@@ -96,8 +96,8 @@ def test_a_crowd_of_pathological_questions_leaves_room_for_others(server, slow):
 def test_the_queue_is_bounded_and_every_way_of_asking_shares_one_pool(seeds_index, tmp_path):
     app = web_app.build_app(Helper.load(index=seeds_index), feedback_db=tmp_path / "f.sqlite3")
     assert app._queue.max_size == web_app.QUEUE_SIZE
-    asking = [fn for fn in app.fns.values() if fn.name in ("ask", "ask_linked")]
-    assert len(asking) == 4  # Enter, the Ask button, a link, "Clear the filters and ask again"
+    asking = [fn for fn in app.fns.values() if fn.name in ("ask", "ask_page", "ask_linked")]
+    assert len(asking) == 5  # the API, Enter (or the Ask button), an example, a link, "Clear the filters and ask again"
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in asking} == {("ask", web_app.CONCURRENCY)}
 
 

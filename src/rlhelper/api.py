@@ -12,8 +12,8 @@
 
 Loading reads the index folder only; the embedding model loads on the first
 dense search, so a lexical-only use never pays for it. The user's own question
-bank (userbank.py: questions learned from votes) is read on the first search,
-and again whenever its file changes.
+bank (userbank.py: questions learned from votes) is read on the first search;
+each later search applies only what was written to it since (learned.py).
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ class Helper:
         self.user_bank = _user_bank(user_bank)
         self.retriever = Retriever(index, self._make_embedder, threshold=abstain_threshold,
                                     user_bank=self.user_bank, judge_folder=judge)
+        # How it was made, for a Helper over a newer version of the same index (LiveHelper).
+        self._options = {"embedder": embedder_spec, "abstain_threshold": abstain_threshold, "judge": judge,
+                         "mode": mode, "user_bank": self.user_bank.path if self.user_bank is not None else False}
 
     @classmethod
     def load(
@@ -84,6 +87,11 @@ class Helper:
         return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold, user_bank=user_bank,
                    judge=judge, mode=mode)
 
+    def reloaded(self) -> Helper:
+        """A Helper like this one over the version of its index live now (an ingest or sync swapped in
+        another since this one loaded); raises as `load` does."""
+        return Helper.load(self.index.path, **self._options)
+
     def _make_embedder(self):
         """The embedder, on the first dense search. One that cannot be loaded here is reported
         with the index that needs it and the rebuild that does without it."""
@@ -101,11 +109,13 @@ class Helper:
     # -- searching -----------------------------------------------------------------
 
     def retrieve(self, query: str, k: int = 10, *, framework=None, collection=None, lang=None,
-                 mode: str | None = None, exclude=()) -> Retrieval:
+                 mode: str | None = None, exclude=(), own_votes=None) -> Retrieval:
         """Full search result: hits, normalised query, truncation, abstention and its confidence.
-        `exclude`: entry ids whose sections to leave out."""
+        `exclude`: entry ids whose sections to leave out. `own_votes`: one web visitor's votes
+        (questions.Learned, web/visitors.py), applied for this search alone."""
         filters = self.filters(framework=framework, collection=collection, lang=lang)
-        return self.retriever.search(query, k=k, mode=mode or self.mode, exclude=exclude, **filters)
+        return self.retriever.search(query, k=k, mode=mode or self.mode, exclude=exclude, own_votes=own_votes,
+                                     **filters)
 
     def filters(self, *, framework=None, collection=None, lang=None) -> dict:
         """Filter values as the index spells them (any case accepted). A value the index does not
@@ -136,14 +146,15 @@ class Helper:
         return self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode).hits
 
     def ask(self, query: str, k: int = 5, *, framework=None, collection=None, lang=None,
-            mode: str | None = None, previous: Answer | None = None) -> Answer:
+            mode: str | None = None, previous: Answer | None = None, own_votes=None) -> Answer:
         """A grounded extractive answer with numbered citations, or an honest abstention.
 
         `previous`, the answer before this one in a conversation, lets a short follow-up
         ("what about verl?", "and on multiple nodes?") be read with the question it follows
-        (followup.py). The answer says so when it was.
+        (followup.py). The answer says so when it was. `own_votes`: as for `retrieve`.
         """
-        search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode or self.mode}
+        search = {"k": k, "framework": framework, "collection": collection, "lang": lang, "mode": mode or self.mode,
+                  "own_votes": own_votes}
         if not self._may_follow(query, previous):
             return self._answer(query, **search)
         cued = followup.has_cue(query)
@@ -196,9 +207,9 @@ class Helper:
                                    notices=[notice, *answer.notices]), moved_to is not None
 
     def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
-                users_filters: bool = True) -> Answer:
+                users_filters: bool = True, own_votes=None) -> Answer:
         result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode,
-                               exclude=exclude)
+                               exclude=exclude, own_votes=own_votes)
         notices = list(result.notices)
         if result.abstained and (framework or collection or lang) and users_filters:
             notices += self._outside_the_filters(query, mode)
@@ -334,6 +345,76 @@ def _learnable_entries(answer: Answer) -> list[Entry]:
     return sorted((h.entry for h in answer.hits), key=lambda e: e.id != lead)
 
 
+
+
+class LiveHelper:
+    """The Helper of an index that an ingest or `rlhelper sync` may update while it serves: the web
+    server's. `current()` is what a request calls first and then uses throughout, so one request sees
+    one version of the index from start to end.
+
+    A new version is noticed by the index link moving (one readlink per request: build.py swaps a
+    version in by renaming a symlink), and loaded in a background thread while the old version keeps
+    answering; the next request after the load gets the new one. A version that cannot be loaded
+    (damaged, another embedder) is logged and passed over: the old one keeps serving. Old versions are
+    freed when the requests still using them end (build.py deletes their folders at the next ingest;
+    what a request reads was loaded into memory).
+    """
+
+    def __init__(self, helper: Helper):
+        import threading
+
+        self._helper = helper
+        self._lock = threading.Lock()
+        self._loading: str | None = None  # the folder being loaded
+        self._refused: str | None = None  # a folder that could not be loaded: not tried again
+
+    def current(self) -> Helper:
+        from .index.folders import live_folder
+
+        helper = self._helper
+        folder = live_folder(helper.index.path)
+        live = str(Path(folder).resolve()) if folder is not None else None
+        if live is None or live == str(Path(helper.index.folder).resolve()) or live == self._refused:
+            return helper
+        with self._lock:
+            helper = self._helper  # a load may have ended since the check above
+            if self._loading is not None or live == str(Path(helper.index.folder).resolve()):
+                return helper
+            self._loading = live
+        import threading
+
+        threading.Thread(target=self._load, args=(helper, live), daemon=True, name="rlhelper-reload").start()
+        return helper
+
+    def _load(self, old: Helper, live: str) -> None:
+        import logging
+
+        from .errors import RlhelperError
+
+        try:
+            new = old.reloaded()
+            new.entries  # noqa: B018 - loaded whole before it serves
+            with self._lock:
+                self._helper = new
+            logging.getLogger(__name__).info("serving the new version of %s (%d entries)", old.index.path,
+                                             len(new.entries))
+        except (RlhelperError, OSError) as exc:
+            self._refused = live
+            logging.getLogger(__name__).warning("kept serving the previous index: the new version of %s "
+                                                "cannot be loaded (%s)", old.index.path, exc)
+        finally:
+            with self._lock:
+                self._loading = None
+
+    def wait_for_load(self, timeout: float = 60.0) -> Helper:
+        """`current()`, after any load in progress has ended (tests, and a caller that would rather wait)."""
+        import time
+
+        self.current()
+        deadline = time.monotonic() + timeout
+        while self._loading is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.current()
 
 
 class Conversation:

@@ -161,10 +161,20 @@ WORDS: dict[str, dict[str, str]] = {
                     "zh": "谢谢：已将回答标记为{how}。如果愿意，可以在下面补充评论（可选）。"},
     "vote.helpful": {"en": "helpful", "zh": "有帮助"},
     "vote.not_helpful": {"en": "not helpful", "zh": "没有帮助"},
-    "vote.leads": {"en": " “{heading}” will lead for this question from now on.",
-                   "zh": "从现在起，这个问题将优先显示“{heading}”。"},
-    "vote.not_lead": {"en": " “{heading}” will not lead for this question again.",
-                      "zh": "这个问题将不再优先显示“{heading}”。"},
+    # what a vote taught (issue 31): the voter at once, others once the operator approves it, or everyone
+    # at once on a server run with --learn-from-votes
+    "vote.leads_for_you": {"en": " “{heading}” will lead for this question for you from now on. Others see it once "
+                                 "the server's operator approves it.",
+                           "zh": "从现在起，这个问题将为你优先显示“{heading}”。其他人要等服务器管理员审核通过后才会看到。"},
+    "vote.not_lead_for_you": {"en": " “{heading}” will not lead for this question for you again. Others see it once "
+                                    "the server's operator approves it.",
+                              "zh": "这个问题将不再为你优先显示“{heading}”。其他人要等服务器管理员审核通过后才会看到。"},
+    "vote.leads_for_all": {"en": " “{heading}” will lead for this question for everyone from now on.",
+                           "zh": "从现在起，这个问题将为所有人优先显示“{heading}”。"},
+    "vote.not_lead_for_all": {"en": " “{heading}” will not lead for this question for everyone again.",
+                              "zh": "这个问题将不再为所有人优先显示“{heading}”。"},
+    "vote.no_visitor": {"en": " (Not learned: this page has no visitor id yet; reload it to get one.)",
+                        "zh": "（未学习：这个页面还没有访问者标识；请刷新页面以获取。）"},
     "vote.not_learned": {"en": " (Not learned: {reason})", "zh": "（未学习：{reason}）"},
     "comment.vote_first": {"en": "Vote on an answer first (thumbs up or down), then add a comment.",
                            "zh": "请先对回答投票（赞或踩），再添加评论。"},

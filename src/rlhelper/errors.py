@@ -51,3 +51,8 @@ class UserBankError(RlhelperError):
 
 class GitHubError(RlhelperError):
     """GitHub's API (or a saved export of it) cannot give the threads asked for."""
+
+
+class GitSourceError(RlhelperError):
+    """A git repository cannot give the docs asked for (unreachable, credentials, a rewritten history,
+    a path gone); the index is left as it was."""

@@ -1,5 +1,5 @@
-"""`rlhelper ask`, `chat`, `search` and `serve`: questions in, cited answers out (printing is in
-terminal.py and chat.py)."""
+"""`rlhelper ask`, `chat`, `search` and `serve` (with `auth`, who may sign in to it): questions in,
+cited answers out (printing is in terminal.py and chat.py)."""
 
 from __future__ import annotations
 
@@ -149,7 +149,16 @@ def _batch_line_text(line: dict) -> str:
 @llm_options
 @click.option("--time-budget", type=click.FloatRange(min=1), default=60, show_default=True,
               help="Seconds one answer may take; past it the visitor gets a notice.")
-def serve(host, port, index, mode, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout, time_budget):
+@click.option("--auth-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Only the users in this file may sign in (made by `rlhelper auth add FILE NAME`; mode 600).")
+@click.option("--trusted-proxy", "proxies", multiple=True, metavar="ADDR",
+              help="A reverse proxy's address (or network) whose X-Forwarded-For names the visitor; repeatable. "
+                   "Default: believe nobody's.")
+@click.option("--learn-from-votes", is_flag=True,
+              help="Every visitor's vote teaches everyone at once (for visitors you trust, behind authentication). "
+                   "Default: a vote teaches its visitor, and others once you approve it (`rlhelper questions review`).")
+def serve(host, port, index, mode, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout, time_budget,
+          auth_file, proxies, learn_from_votes):
     """Start the web chat.
 
     With --llm, visitors may have that one model write the answer (the page shows it by name; they
@@ -159,9 +168,32 @@ def serve(host, port, index, mode, llm, llm_base_url, llm_model, llm_api_key_env
     Examples:
       rlhelper serve
       rlhelper serve --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct
+      rlhelper serve --auth-file ~/.config/rlhelper/users --trusted-proxy 127.0.0.1
     """
     from ..web.server import serve as run_server
 
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     run_server(host=host, port=port, index=index, llm=[settings] if settings else None, time_budget=time_budget,
-               mode=mode)
+               mode=mode, auth_file=auth_file, proxies=proxies, learn_from_votes=learn_from_votes)
+
+
+@click.group()
+def auth():
+    """Who may sign in to `rlhelper serve --auth-file FILE`."""
+
+
+@auth.command("add")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of stdin (scripts).")
+def auth_add(file, name, password_stdin):
+    """Add NAME to FILE (created 0600) with a salted scrypt hash of a password, or change theirs."""
+    from ..web.auth import add_user
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt(f"Password for {name}", hide_input=True, confirmation_prompt=True)
+    new = add_user(file, name, password)
+    click.echo(f"{name} {'added to' if new else 'has a new password in'} {file}; start the server with "
+               f"`rlhelper serve --auth-file {file}` (it reads the file at start).")

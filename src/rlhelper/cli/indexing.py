@@ -41,8 +41,79 @@ def _github_documents(repo, paths, collection, since, labels, api_url, token_env
     if update.stopped:
         click.secho(f"github: stopped early: {update.stopped}. The threads fetched so far are indexed now.",
                     fg="yellow", err=True)
-    return thread_sources(threads, update.store.repo, collection=collection, include_unresolved=include_unresolved,
-                          issues_file=update.store.issues_file)
+    found = thread_sources(threads, update.store.repo, collection=collection, include_unresolved=include_unresolved,
+                           issues_file=update.store.issues_file)
+    from ..ingest.sync import github_record
+
+    for info in found.collections.values():  # what `rlhelper sync` fetches again; an export is read once
+        info["sync"] = github_record(update.store.repo, labels=labels, include_unresolved=include_unresolved,
+                                     api_url=api_url, token_env=token_env, issues_file=update.store.issues_file,
+                                     threads=threads, exported=bool(exports))
+    return found
+
+
+class Progress:
+    """The progress of an ingest on stderr: a bar on a terminal; in a log or a pipe, a line every few
+    seconds (setting progress_seconds) showing a long ingest is alive; nothing when quiet."""
+
+    def __init__(self, quiet: bool, label: str = "Indexing"):
+        from .. import config
+
+        self.quiet, self.label, self.bar = quiet, label, None
+        self.every = float(config.setting("progress_seconds", default=5.0))
+        self.last_line = time.monotonic()
+
+    def __call__(self, done, total, label):
+        if self.quiet:
+            return
+        if not sys.stderr.isatty():
+            if time.monotonic() - self.last_line >= self.every:
+                self.last_line = time.monotonic()
+                click.echo(f"ingest: {label} {done:,}/{total:,}", err=True)
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _git_spec(url, ref, git_paths, paths, github):
+    """With --git: the source, checked; else None (and --ref/--path are refused alone)."""
+    if not url:
+        stray = [name for name, value in (("--ref", ref), ("--path", git_paths)) if value]
+        if stray:
+            raise click.UsageError(f"{', '.join(stray)} only applies with --git URL.")
+        return None
+    if paths or github:
+        raise click.UsageError("--git reads a repository: give folders (PATHS) or --github in another run.")
+    from ..ingest.git.remote import GitSpec
+
+    return GitSpec.checked(url, ref, git_paths)
+
+
+def _ingest_git(spec, collection, embedder, target, rebuild, progress, writer):
+    """Fetch the repository's docs and ingest them under the index lock; what the fetch did on stderr."""
+    from ..ingest.git.remote import repo_name
+    from ..ingest.parse.inline import clean_text as one_line
+    from ..ingest.sync import ingest_git
+
+    name = collection or repo_name(spec.url)
+    report, read = ingest_git(spec, name, index=target, embedder=embedder, rebuild=rebuild, progress=progress,
+                              llm=writer)
+    record = read.record
+    click.echo(f"git: {one_line(spec.display())}: commit {record['commit'][:12]} ({record['committed_at']}); "
+               f"{record['fetched_bytes'] / 1024:,.0f} KiB fetched, {record['store_bytes'] / 1024:,.0f} KiB in "
+               f"{one_line(record['checkout'])}", err=True)
+    for note in read.notes:
+        click.secho(f"note: {one_line(note)}", fg="yellow", err=True)
+    return report
 
 
 @click.command()
@@ -68,9 +139,14 @@ def _github_documents(repo, paths, collection, since, labels, api_url, token_env
 @click.option("--github-export", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="With --github: read a saved `gh` export instead of the API. Repeatable.")
 @click.option("--include-unresolved", is_flag=True, help="With --github: keep threads no maintainer answered.")
+@click.option("--git", "git_url", metavar="URL",
+              help="Index the docs of a git repository (https, ssh, git or file URL; docs/git.md).")
+@click.option("--ref", help="With --git: the branch, tag or full commit id to read (default: the default branch).")
+@click.option("--path", "git_paths", multiple=True, metavar="PATH",
+              help="With --git: a folder or file of the repository to read (repeatable; default: all of it).")
 def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url, llm_model, llm_api_key_env,
            llm_timeout, llm_concurrency, llm_deadline, github, since, labels, github_api_url, github_token_env,
-           github_export, include_unresolved):
+           github_export, include_unresolved, git_url, ref, git_paths):
     """Parse docs into entries and (re)build the index.
 
     With no PATHS, ingests the shipped collections (seeds and official).
@@ -87,6 +163,12 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
 
     \b
       rlhelper ingest --github verl-project/verl --since 2025-01-01
+
+    With --git, the docs under --path of a repository are fetched (only those files, at --ref) and
+    indexed as --collection; citations link to the commit read. `rlhelper sync` follows it (docs/git.md):
+
+    \b
+      rlhelper ingest --git https://github.com/verl-project/verl --path docs/faq --path docs/start --collection verl
     """
     from .. import config
     from ..ingest.pipeline import NOTHING_TO_INDEX
@@ -101,35 +183,16 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         from ..ingest.question_writer import BankWriter
 
         writer = BankWriter.resolve(settings, concurrency=llm_concurrency, deadline=llm_deadline)
+    git_spec = _git_spec(git_url, ref, git_paths, paths, github)
     documents = _github_documents(github, paths, collection, since, labels, github_api_url, github_token_env,
                                   github_export, include_unresolved)
     target = config.resolve_index(index) if index else None
-    bar_state = {}
-    from .. import config
-
-    every = float(config.setting("progress_seconds", default=5.0))
-    last_line = [time.monotonic()]
-
-    def progress(done, total, label):
-        if quiet:
-            return
-        if not sys.stderr.isatty():  # a log or a pipe: a line every few seconds shows a long ingest is alive
-            if time.monotonic() - last_line[0] >= every:
-                last_line[0] = time.monotonic()
-                click.echo(f"ingest: {label} {done:,}/{total:,}", err=True)
-            return
-        bar = bar_state.get("bar")
-        if bar is None:
-            bar = bar_state["bar"] = click.progressbar(length=total, label="Indexing", file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - bar.pos)
-
-    try:
-        report = run_ingest(list(paths) or None, collection=collection, embedder=embedder, index=target,
-                            rebuild=rebuild, progress=progress, llm=writer, documents=documents)
-    finally:
-        if "bar" in bar_state:
-            bar_state["bar"].__exit__(None, None, None)
+    with Progress(quiet) as progress:
+        if git_spec is not None:
+            report = _ingest_git(git_spec, collection, embedder, target, rebuild, progress, writer)
+        else:
+            report = run_ingest(list(paths) or None, collection=collection, embedder=embedder, index=target,
+                                rebuild=rebuild, progress=progress, llm=writer, documents=documents)
     from ..ingest.parse.inline import clean_text as one_line  # names and reasons hold file names: never raw
 
     if report.llm_questions is not None:
@@ -144,6 +207,9 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         click.secho(f"warning: {one_line(path)}: {one_line(message)}", fg="yellow", err=True)
     for path, reason in [*report.failed, *report.not_followed]:
         click.secho(f"skipped: {one_line(path)}: {one_line(reason)}", fg="yellow", err=True)
+    if not report.documents and git_spec is not None:
+        raise DocumentError(f"nothing indexed from {git_spec.display()}: no .md, .mdx, .rst or .txt document there "
+                            "produced entries; the index was left as it was")
     if not report.documents and github:
         raise DocumentError(f"nothing indexed from {github}: no closed issue with a maintainer's reply or a closing "
                             "commit (--include-unresolved indexes the others); the index was left as it was")

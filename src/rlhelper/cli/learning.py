@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from ..ingest.parse.inline import CONTROL_CHARS
+from ..ingest.parse.inline import clean_text as one_line
 from .options import load_helper
 
 
@@ -31,7 +33,8 @@ def _vote_on_last(vote: int, hit: int) -> None:
                                    "the last answer listed no entry: there is nothing to vote on.")
     record = UserBank().add(last["question"], hits[hit - 1], vote, "cli")
     what = "accepted for" if vote > 0 else "demoted for"
-    click.echo(f"“{record.heading}” ({record.collection}/{record.doc}) {what} “{_short(record.text)}” "
+    click.echo(f"“{one_line(record.heading)}” ({one_line(record.collection)}/{one_line(record.doc)}) {what} "
+               f"“{_short(one_line(record.text))}” "
                f"[{record.id}]; the next search uses it. Undo: rlhelper questions remove {record.id}")
 
 
@@ -95,18 +98,26 @@ def questions_list(as_json):
     records = bank.records()
     if as_json:
         for record in records:
-            click.echo(json.dumps(record.to_dict(), ensure_ascii=False))
+            click.echo(json_line(record.to_dict()))
         return
     for problem in bank.problems():
-        click.secho(f"note: {problem}", fg="yellow", err=True)
+        click.secho(f"note: {one_line(problem)}", fg="yellow", err=True)
     if not records:
-        click.echo(f"No learned questions yet ({bank.path}). A thumbs-up in the web chat or "
+        click.echo(f"No learned questions yet ({one_line(str(bank.path))}). A thumbs-up in the web chat or "
                    "`rlhelper feedback accept` after `rlhelper ask` adds one.", err=True)
         return
+    # Imported records are anyone's words: every field goes through the terminal neutraliser (terminal.py).
     for r in records:
         vote = click.style("+1", fg="green") if r.vote > 0 else click.style("-1", fg="red")
-        click.echo(f"{click.style(r.id, bold=True)}  {vote}  {_short(r.text, 60)}")
-        click.echo(click.style(f"            -> {r.heading}  ({r.collection}/{r.doc}; {r.source}, {r.time})", dim=True))
+        click.echo(f"{click.style(r.id, bold=True)}  {vote}  {_short(one_line(r.text), 60)}")
+        click.echo(click.style(f"            -> {_short(one_line(r.heading), 120)}  ({one_line(r.collection)}/"
+                               f"{_short(one_line(r.doc), 120)}; {one_line(r.source)}, {one_line(r.time)})", dim=True))
+
+
+def json_line(row: dict) -> str:
+    """One JSON object on one line, with the characters a terminal acts on escaped (\\u009b, not
+    the raw CSI): JSON's own escaping leaves C1 controls and bidi overrides as they are."""
+    return CONTROL_CHARS.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(row, ensure_ascii=False))
 
 
 @questions.command("remove")
@@ -136,9 +147,99 @@ def questions_export(output):
 @questions.command("import")
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 def questions_import(source):
-    """Add the questions of SOURCE (written by `questions export`); importing it again changes nothing."""
+    """Add the questions of SOURCE (written by `questions export`); importing it again changes nothing.
+
+    Read line by line. The bank keeps at most 20,000 questions: imported ones fill the room, then take
+    the place of questions imported before (oldest first), never of your own votes; what does not fit,
+    and lines that are too long or not questions, are skipped and counted."""
     from ..index.userbank import UserBank
 
-    counts = UserBank().import_file(source)
-    click.echo(f"{counts['added']} added, {counts['changed']} changed (a newer vote), {counts['unchanged']} "
-               "already held")
+    bank = UserBank()
+    report = bank.import_file(source)
+    for problem in report.first_problems:
+        click.secho(f"note: {one_line(problem)}; skipped", fg="yellow", err=True)
+    click.echo(report.summary())
+    if report.added or report.changed:
+        _prepare_for_search(bank)
+
+
+def _prepare_for_search(bank) -> None:
+    """Tokenize and embed what was imported now, so the first searches need not (learned.prepare).
+    Without an index there is no embedder to ask: the searches embed (half a second each)."""
+    from .. import config
+    from ..errors import RlhelperError
+    from ..index import learned
+
+    embedder = dim = None
+    try:
+        from ..index.embed import get_embedder
+        from ..index.store import Index
+
+        index = Index.load(config.resolve_index(None))
+        embedder, dim = get_embedder(index.embedder_id), index.dim
+    except RlhelperError:
+        pass
+    def say(line: str) -> None:
+        click.echo(f"questions: {line}", err=True)
+
+    try:
+        learned.prepare(bank, embedder, dim, notify=say)
+    except KeyboardInterrupt:
+        say("stopped: the questions not embedded yet are embedded by the searches, half a second at a time")
+    except RlhelperError as err:
+        say(f"not prepared ({one_line(str(err))}): the searches do it, half a second at a time")
+
+
+@questions.command("review")
+@click.option("--approve", "approve", multiple=True, metavar="ID", help="Approve this suggestion (repeatable).")
+@click.option("--reject", "reject", multiple=True, metavar="ID", help="Reject this suggestion (repeatable).")
+@click.option("--approve-all", is_flag=True, help="Approve every pending suggestion.")
+@click.option("--all", "every", is_flag=True, help="List reviewed suggestions too, with their verdict.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line instead of a table.")
+def questions_review(approve, reject, approve_all, every, as_json):
+    """Web visitors' votes, waiting for you: approve them into your bank (they teach everyone) or reject them.
+
+    A visitor's vote teaches that visitor at once; it reaches other visitors, and `rlhelper ask`, only
+    once approved here (unless the server runs with --learn-from-votes). Listed with how many
+    distinct visitors, from how many addresses, made each, and the filters they voted under.
+    """
+    from ..index.userbank import UserBank
+    from ..index.visitorbank import VisitorBank, default_path
+
+    bank = UserBank()
+    visitors = VisitorBank(default_path(bank))
+    if approve or reject or approve_all:
+        done = visitors.review(bank, approve, reject, approve_all=approve_all)
+        for verdict, group in done.items():
+            for s in group:
+                click.echo(f"{verdict} [{s.id}] {_shown(s.text, 60)} -> {_shown(s.entry['heading'], 60)}")
+        click.echo(f"{len(done['approved'])} approved (in your bank now, source review), "
+                   f"{len(done['rejected'])} rejected", err=True)
+        return
+    found = visitors.suggestions(bank, every=every)
+    if as_json:
+        for s in found:
+            click.echo(json.dumps(s.to_dict(), ensure_ascii=False))
+        return
+    if not found:
+        click.echo(f"No {'' if every else 'pending '}suggestions from web visitors ({visitors.path}).", err=True)
+        return
+    for s in found:
+        vote = click.style("+1", fg="green") if s.vote > 0 else click.style("-1", fg="red")
+        people = f"{s.visitors} visitor{'s' if s.visitors != 1 else ''}, {s.addresses} address" \
+                 f"{'es' if s.addresses != 1 else ''}"
+        filters = "; ".join(_shown(f, 40) for f in s.filters if f)
+        verdict = "" if s.verdict == "pending" else f"; {s.verdict}"
+        click.echo(f"{click.style(s.id, bold=True)}  {vote}  {_shown(s.text, 70)}")
+        click.echo(click.style(f"            -> {_shown(s.entry['heading'], 60)}  ({_shown(s.entry['collection'], 20)}/"
+                               f"{_shown(s.entry['doc'], 60)}; {people}, last {s.last}"
+                               + (f"; voted with {filters}" if filters else "") + f"{verdict})", dim=True))
+    click.echo(f"{len(found)} suggestion{'s' if len(found) != 1 else ''}: `rlhelper questions review --approve ID` "
+               "or --reject ID (or --approve-all)", err=True)
+
+
+def _shown(text: str, width: int) -> str:
+    """Visitor text for the terminal: one line, no escape sequence, cut to `width`."""
+    from ..ingest.parse.inline import clean_text
+
+    return _short(clean_text(str(text)), width)

@@ -13,7 +13,7 @@ import click
 
 from ..errors import RlhelperError
 from ..version import __version__
-from . import asking, indexing, judging, learning, measuring
+from . import asking, indexing, judging, learning, measuring, syncing
 
 
 class FriendlyGroup(click.Group):
@@ -33,6 +33,7 @@ def main():
     """Find the troubleshooting entry that answers an RL post-training error, and cite it."""
 
 
-for command in (indexing.ingest, indexing.info, asking.ask, asking.chat, asking.search, asking.serve,
+for command in (indexing.ingest, indexing.info, syncing.sync, asking.ask, asking.chat, asking.search, asking.serve,
+                asking.auth,
                 measuring.eval_, measuring.bench, learning.feedback, learning.questions, judging.judge):
     main.add_command(command)

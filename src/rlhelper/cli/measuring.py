@@ -124,10 +124,12 @@ def bench_web(clients, questions, duration, url):
 @click.option("--kills", default=20, show_default=True, help="SIGKILLed ingests (0 skips them).")
 @click.option("--fuzz", default=200, show_default=True, help="Fuzzed documents and logs (0 skips them).")
 @click.option("--clients", default=50, show_default=True, help="Concurrent web clients in the load trial.")
-@click.option("--seconds", default=60.0, show_default=True, help="Length of the load trial (0 skips it).")
+@click.option("--seconds", default=60.0, show_default=True,
+              help="Length of the load and memory trials (0 skips them).")
 @click.option("--seed", default=0, show_default=True, help="Random seed of the kill points and fuzzed inputs (same seed, same trials).")
 @click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load", "web",
-                                                              "escapes", "llm", "giant", "symlinks", "sections"]),
+                                                              "trust", "memory", "escapes", "llm", "giant", "symlinks",
+                                                              "sections", "exports", "github", "bank", "ipv6"]),
               help="Leave a trial out. Repeatable.")
 def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
     """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile

@@ -21,13 +21,12 @@ indexes; a plain .npy works for every index type, at the price of the vectors st
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +38,6 @@ from .. import config
 from ..errors import (
     ConfigError,
     IndexCorruptError,
-    IndexLockedError,
 )
 from ..schema import Entry
 from ..version import __version__
@@ -52,7 +50,6 @@ from .folders import (
     PARSED,
     PARSED_VECTORS,
     live_folder,
-    lock_file,
     manifest_checksum,
     rebuild_hint,
     same_folder,
@@ -60,6 +57,7 @@ from .folders import (
     versions,
 )
 from .lexical import BM25Index
+from .lock import DEFAULT_LOCK_TIMEOUT, index_lock  # noqa: F401 - build.index_lock is where callers find it
 from .questions import QuestionIndex
 from .store import FAISS_TYPES, FORMAT_VERSION, HNSW_EF_SEARCH, read_manifest
 
@@ -67,7 +65,6 @@ HNSW_M, HNSW_EF_CONSTRUCTION = 32, 80
 IVF_MIN_PER_LIST = 39  # FAISS warns below 39 training points per list
 IVF_TRAIN_SAMPLE = 50_000
 ADD_CHUNK = 16_384  # rows copied at a time into FAISS
-DEFAULT_LOCK_TIMEOUT = 30.0
 
 
 def build_faiss(vectors: np.ndarray, kind: str = "flat", rows: Sequence[int] | None = None) -> tuple[object, dict]:
@@ -205,6 +202,36 @@ def save_index(path: Path, contents: IndexContents) -> dict:
     return manifest
 
 
+def rewrite_manifest(path: Path, *, collections: dict) -> dict:
+    """A new version of the index at `path` that differs from the live one by its collection records
+    only (a git source read at a new commit whose documents did not change), swapped in as
+    `save_index` does. The other files are hard links to the live version's (versions are never
+    changed in place), copied where the file system has no links. Call it under `index_lock`."""
+    path = Path(path)
+    live = live_folder(path)
+    manifest = read_manifest(path, live)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for file in sorted(p for p in live.rglob("*") if p.is_file() and p != live / MANIFEST):
+        target = tmp / file.relative_to(live)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(file, target)
+        except OSError:
+            shutil.copy2(file, target)
+    manifest = {**manifest, "collections": collections}
+    manifest["checksum"] = manifest_checksum(manifest)
+    (tmp / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    _fsync_file(tmp / MANIFEST)
+    for sub in [p for p in tmp.rglob("*") if p.is_dir()] + [tmp]:
+        _fsync_dir(sub)
+    version = path.parent / f".{path.name}.v-{time.time_ns():x}-{os.getpid()}"
+    os.rename(tmp, version)
+    _swap_in(path, version)
+    return manifest
+
+
 def _swap_in(path: Path, version: Path) -> None:
     parent = path.parent
     previous = None
@@ -242,46 +269,6 @@ def clean_stale(path: Path) -> None:
     for version in versions(path):
         if live is None or not same_folder(version, live):
             shutil.rmtree(version, ignore_errors=True)
-
-
-# --- the lock ------------------------------------------------------------------
-
-@contextlib.contextmanager
-def index_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
-    """Hold `index/<name>.lock` (flock) for the duration; wait up to `timeout` seconds for it.
-
-    flock is released by the kernel when its holder dies, so a killed ingest
-    never leaves the index locked.
-    """
-    path = Path(path)
-    if timeout is None:
-        timeout = float(config.setting("lock_timeout", default=DEFAULT_LOCK_TIMEOUT))
-    lock = lock_file(path)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-                    raise IndexLockedError(
-                        f"another `rlhelper ingest` (pid {holder}) is updating {show(path)}; wait for it, "
-                        f"or remove {show(lock)} if no ingest is running."
-                    ) from None
-                time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 # --- what incremental ingest reads back ------------------------------------------

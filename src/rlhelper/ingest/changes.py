@@ -11,8 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import DocumentError
-from ..index import embed, lexical
 
+DEFAULT_MAX_TOKENS = 400  # a section's size in tokens before it is cut into parts (setting max_tokens)
 # Source files whose code decides what entries and tokens come out of a document.
 SHAPING_MODULES = ("ingest/parse/*.py", "ingest/entries.py", "tokens.py", "index/lexical.py", "ingest/github/entries.py")
 
@@ -63,6 +63,8 @@ def parser_fingerprint() -> str:
 
 
 def shaping_settings(embedder_id: str, max_tokens: int) -> dict:
+    from ..index import embed, lexical  # numpy: not for `info` or a sync with nothing new
+
     return {"parser": parser_fingerprint(), "tokenizer": lexical.TOKENIZER_VERSION, "max_tokens": max_tokens,
             "embedder": embedder_id, "recipe": embed.RECIPE}
 

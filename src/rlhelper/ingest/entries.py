@@ -31,6 +31,7 @@ import posixpath
 import re
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote
 
 from ..errors import DocumentError
 from ..schema import MAX_QUOTED_CHARS, Entry, Section
@@ -223,13 +224,16 @@ def _unique(candidate: str, used: dict[str, int]) -> str:
 
 
 def _url(meta: dict, anchor: str, embedded_path: str) -> str | None:
-    repo, path = meta.get("repo"), meta.get("repo_path")
-    if not (repo and path):
+    repo, path, web = meta.get("repo"), meta.get("repo_path"), meta.get("web")
+    if not ((repo or web) and path):
         return None
     if embedded_path:
         # A file captured inside a page lives next to the page's file in the repository.
         path = posixpath.normpath(posixpath.join(posixpath.dirname(path), embedded_path))
-    url = f"https://github.com/{repo}/blob/{meta.get('commit') or 'main'}/{path}"
+    if web:  # a git source's file view at the commit read (ingest/git/remote.py); its names are untrusted
+        url = f"{web}{quote(path)}"
+    else:
+        url = f"https://github.com/{repo}/blob/{meta.get('commit') or 'main'}/{path}"
     return f"{url}#{anchor}" if anchor else url
 
 

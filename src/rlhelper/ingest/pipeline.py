@@ -40,6 +40,7 @@ So a plain `rlhelper ingest` never switches an index's embedder by surprise.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -58,13 +59,11 @@ from ..errors import (
 )
 from ..index import build, embed, lexical, questions, store
 from ..schema import Entry
-from . import question_prompt, question_writer, twins
+from . import question_prompt, question_writer, sections, twins
 from .bank import question_bank_dir, question_index, thread_titles
-from .changes import content_sha256, doc_hash, shaping_settings
+from .changes import DEFAULT_MAX_TOKENS, content_sha256, doc_hash, shaping_settings
 from .entries import build_entries, merge_duplicates, read_document
 from .sources import SourceDoc, Sources, find_sources
-
-DEFAULT_MAX_TOKENS = 400
 
 Progress = Callable[[int, int, str], None]
 
@@ -95,6 +94,8 @@ class IngestReport:
     # (path, reason): links not followed out of a folder, link loops, folders that cannot be read
     not_followed: list[tuple[str, str]] = field(default_factory=list)
     llm_questions: question_writer.WriteReport | None = None  # what --llm had the model write
+    # Per collection of this run: the sections added, changed, removed or renamed (sections.py).
+    section_changes: dict[str, sections.SectionChanges] = field(default_factory=dict)
 
 
 # --- the pipeline --------------------------------------------------------------------
@@ -124,6 +125,7 @@ def ingest(
     lock_timeout: float | None = None,
     llm: question_writer.BankWriter | None = None,
     documents: Sources | None = None,
+    locked: bool = False,
 ) -> IngestReport:
     """Bring the index at `index` (default: config.index_path()) up to date with `sources`
     (or with `documents` found otherwise, e.g. GitHub threads: github/entries.py).
@@ -131,7 +133,8 @@ def ingest(
     `progress(done, total, label)` is called during embedding and writing. With `llm`, the
     user's model writes questions for this run's sections first (question_writer.py); its
     failures are in `report.llm_questions`, never raised.
-    Raises IndexLockedError when another ingest holds the index past `lock_timeout`.
+    Raises IndexLockedError when another ingest holds the index past `lock_timeout`; `locked`: the
+    caller holds the lock already (a sync fetches and ingests under one lock: sync.py).
     """
     started = time.perf_counter()
     path = Path(index) if index is not None else config.index_path()
@@ -142,7 +145,7 @@ def ingest(
     report.not_followed += found.not_followed
     max_tokens = int(config.setting("max_tokens", default=DEFAULT_MAX_TOKENS))
 
-    with build.index_lock(path, timeout=lock_timeout):
+    with contextlib.nullcontext() if locked else build.index_lock(path, timeout=lock_timeout):
         build.clean_stale(path)
         previous = None if rebuild else _previous(path, report)
         old_manifest = previous.manifest if previous else None
@@ -186,6 +189,11 @@ def ingest(
         if unchanged:
             _report(progress, 0, 1, "checking")
             report.entries = old_manifest["entries"]
+            records = collection_records(docs, found, old_manifest)
+            if records != old_manifest.get("collections"):
+                # The same documents, a new record of where they came from (a git source's commit).
+                build.rewrite_manifest(path, collections=records)
+                report.written = True
             _report(progress, 1, 1, "done")
         else:
             vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
@@ -310,6 +318,10 @@ def _plan(found: Sources, previous: build.Parsed | None, same_space: bool, setti
             continue
         planned[key] = old  # a collection this run did not touch
 
+    for name in found.collections:
+        report.section_changes[name] = sections.compare(
+            [e for d in old_docs.values() if d.key[0] == name for e in d.entries],
+            [e for d in planned.values() if d.key[0] == name for e in d.entries])
     rank = {name: i for i, name in enumerate(config.DEFAULT_COLLECTIONS)}
     return sorted(planned.values(),
                   key=lambda d: (rank.get(d.key[0], len(rank)), d.key[0], not d.in_run, d.position))
@@ -411,16 +423,7 @@ def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifes
     merged = merge_duplicates(parsed)
     rows = _source_rows(parsed, merged)
     twins.link(merged, vectors[rows])
-    collections = dict((old_manifest or {}).get("collections", {}))
-    for name, info in found.collections.items():
-        # Picked files add to a collection; once its whole folder was read, status watches all of it.
-        prior = collections.get(name)
-        whole = info["whole_folder"] or (prior is not None and prior.get("whole_folder", True))
-        collections[name] = {**(prior or {}), **info, "whole_folder": whole}
-    counts: dict[str, int] = {}
-    for d in docs:
-        counts[d.key[0]] = counts.get(d.key[0], 0) + 1
-    collections = {name: {**collections.get(name, {"title": name}), "documents": n} for name, n in counts.items()}
+    collections = collection_records(docs, found, old_manifest)
     return build.IndexContents(
         entries=merged,
         rows=rows,
@@ -434,6 +437,21 @@ def _assemble(docs: list[_Doc], vectors: np.ndarray, found: Sources, old_manifes
         settings=_index_settings(settings),
         faiss_type=kind,
     )
+
+
+def collection_records(docs: list[_Doc], found: Sources, old_manifest: dict | None) -> dict[str, dict]:
+    """The manifest's record of each collection the index holds: where it was read from (this run's
+    record replaces the previous one), and its document count."""
+    collections = dict((old_manifest or {}).get("collections", {}))
+    for name, info in found.collections.items():
+        # Picked files add to a collection; once its whole folder was read, status watches all of it.
+        prior = collections.get(name)
+        whole = info["whole_folder"] or (prior is not None and prior.get("whole_folder", True))
+        collections[name] = {**(prior or {}), **info, "whole_folder": whole}
+    counts: dict[str, int] = {}
+    for d in docs:
+        counts[d.key[0]] = counts.get(d.key[0], 0) + 1
+    return {name: {**collections.get(name, {"title": name}), "documents": n} for name, n in counts.items()}
 
 
 def _source_rows(parsed: list[Entry], merged: list[Entry]) -> list[int]:

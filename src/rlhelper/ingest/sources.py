@@ -94,7 +94,7 @@ def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
             found.docs.append(SourceDoc(name, Path(rel).as_posix(), folder / rel, dict(record)))
         return
     ignored = []
-    for path in sorted(_files_below(folder, found)):
+    for path in sorted(files_below(folder, found)):
         rel = path.relative_to(folder)
         if path.suffix.lower() in DOC_SUFFIXES:
             found.docs.append(SourceDoc(name, rel.as_posix(), path, {}))
@@ -105,15 +105,16 @@ def _add_folder(found: Sources, folder: Path, collection: str | None) -> None:
         found.notes.append(f"{folder}: ignored {len(ignored)} file(s) that are not .md/.mdx/.rst/.txt: {shown}")
 
 
-def _files_below(folder: Path, found: Sources) -> Iterator[Path]:
-    """Files below `folder`, hidden ones and hidden folders aside, read only inside it.
+def files_below(folder: Path, found: Sources, root: Path | None = None) -> Iterator[Path]:
+    """Files below `folder`, hidden ones and hidden folders aside, read only inside `root` (default:
+    the folder itself; a git checkout's paths are read inside the whole checkout).
 
     A docs folder is someone else's: a link `passwd.md -> /etc/passwd` in it must not put the
     system's files in the index (and in answers). A link to a file inside the folder is read;
     a link leaving it, a link loop and a folder that cannot be read are named in
     `found.not_followed`. Links to folders are never followed (that is also what ends loops).
     """
-    root = folder.resolve()
+    root = (root or folder).resolve()
 
     def unreadable(err: OSError) -> None:
         found.not_followed.append((str(err.filename), f"folder not readable ({err.strerror}): skipped"))
@@ -129,14 +130,14 @@ def _files_below(folder: Path, found: Sources) -> Iterator[Path]:
             path = here / name
             if name.startswith("."):
                 continue
-            problem = _link_problem(path, root) if path.is_symlink() else None
+            problem = link_problem(path, root) if path.is_symlink() else None
             if problem:
                 found.not_followed.append((str(path), problem))
             elif path.is_file():
                 yield path
 
 
-def _link_problem(link: Path, root: Path) -> str | None:
+def link_problem(link: Path, root: Path) -> str | None:
     """Why a file link below `root` is not read, or None when it leads to a file inside `root`."""
     try:
         target = link.resolve(strict=True)

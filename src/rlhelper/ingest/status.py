@@ -25,6 +25,7 @@ from .bank import question_bank_dir
 from .changes import document_changed, parser_fingerprint
 from .entries import read_document
 from .sources import find_sources
+from .sources_status import source_lines, source_status
 
 
 @dataclass
@@ -35,6 +36,9 @@ class CollectionInfo:
     documents: int
     entries: int
     whole_folder: bool = True  # False: only files picked from `source` were ever ingested
+    # A source `rlhelper sync` follows (a git repository, GitHub issues): its record in the manifest, with
+    # "behind": how far behind upstream the index is, as far as can be told offline (sources_status.py).
+    sync: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -72,7 +76,8 @@ def index_info(path: Path | str) -> IndexInfo:
     per_collection = Counter(e.collection for e in entries)
     collections = [
         CollectionInfo(name, str(meta.get("title") or name), str(meta.get("source") or ""),
-                       int(meta.get("documents") or 0), per_collection.get(name, 0), bool(meta.get("whole_folder", True)))
+                       int(meta.get("documents") or 0), per_collection.get(name, 0), bool(meta.get("whole_folder", True)),
+                       source_status(meta))
         for name, meta in manifest.get("collections", {}).items()
     ]
     abstention_model, note = _abstention_model(index.embedder_id)
@@ -115,8 +120,8 @@ def _out_of_date(index, collections: list[CollectionInfo], skipped: list[str]) -
         reasons.append("the question bank changed since the build (new or edited questions are not searched yet)")
     recorded = {(d["collection"], d["doc"]): d for d in index.manifest.get("documents", [])}
     for c in collections:
-        if c.source.startswith(GITHUB_SOURCE):
-            continue  # threads, not files: `rlhelper ingest --github` syncs them
+        if c.source.startswith(GITHUB_SOURCE) or c.sync:
+            continue  # threads or a repository, not files: `rlhelper sync` follows them
         if not c.whole_folder:
             reasons += _picked_files_out_of_date(c, recorded)
             continue
@@ -187,7 +192,10 @@ def render_info(info: IndexInfo) -> str:
     for c in info.collections:
         title = f"  {c.title}" if c.title != c.name else ""
         lines.append(f"  {c.name:<{width}}  {counted(c.documents, 'document')}, {counted(c.entries, 'entry', 'entries')}{title}")
-        lines.append(f"  {'':<{width}}  {'from' if c.whole_folder else 'files picked from'} {c.source}")
+        if c.sync:
+            lines += [f"  {'':<{width}}  {line}" for line in source_lines(c.sync)]
+        else:
+            lines.append(f"  {'':<{width}}  {'from' if c.whole_folder else 'files picked from'} {c.source}")
     lines.append("frameworks  " + ", ".join(f"{name} {n}" for name, n in info.frameworks.items()))
     lines.append("languages   " + ", ".join(f"{name} {n}" for name, n in info.languages.items()))
     if info.twins:

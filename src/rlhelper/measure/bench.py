@@ -11,6 +11,8 @@ only check the shape of the figures.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import statistics
 import sys
@@ -21,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import config
+from .bankbench import BANK_SIZE, learned_bank_rows
 from .timing import TARGETS, load_queries, machine, measure_process, percentile, row, run_worker, write_json
 
 DEFAULT_BENCH_FILE = config.REPO_ROOT / "eval" / "reports" / "bench.json"
@@ -32,11 +35,15 @@ ASK_QUERY = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB during
 # --- the standard bench ------------------------------------------------------------------
 
 
-def ask_argv(query: str, index: Path) -> list[str]:
-    """`rlhelper ask` as a user runs it: the console script next to this interpreter, else -m."""
+def command_argv(command: str) -> list[str]:
+    """`rlhelper COMMAND` as a user runs it: the console script next to this interpreter, else -m."""
     script = Path(sys.executable).with_name("rlhelper")
     head = [str(script)] if script.is_file() else [sys.executable, "-m", "rlhelper.cli"]
-    return [*head, "ask", "--index", str(index), query]
+    return [*head, command]
+
+
+def ask_argv(query: str, index: Path) -> list[str]:
+    return [*command_argv("ask"), "--index", str(index), query]
 
 
 def worker_ingest(sources: list[str], index: str, embedder: str | None, rebuild: bool) -> dict:
@@ -66,6 +73,29 @@ def judge_rows(index: Path, queries: list[str], repeats: int, hybrid_p50: float)
     ]
 
 
+def sync_rows(base_index: Path, workdir: Path, details: dict, runs: int = 3) -> list[dict]:
+    """`rlhelper sync` of the four frameworks' doc sources, from local upstreams (syncbench.py): with nothing
+    new (whole process, median of `runs` after an untimed one), then after one page changed upstream."""
+    env = {**os.environ, "RLHELPER_DATA_DIR": str(workdir / "data")}  # the checkouts stay in the bench's folder
+    prepared = run_worker("git_upstreams", env=env, workdir=str(workdir / "work"), base_index=str(base_index))
+    argv = [*command_argv("sync"), "--index", prepared["index"], "--json"]
+    measure_process(argv, env=env)
+    walls = [measure_process(argv, env=env)["wall"] for _ in range(max(1, runs))]
+    changed = run_worker("git_change_page", env=env, workdir=str(workdir / "work"))
+    after = measure_process(argv, env=env)
+    synced = json.loads(after["stdout"])
+    details["sync"] = {"sources": prepared["sources"], "nochange_seconds": walls, "changed": changed,
+                       "after_change": {"seconds": after["wall"], "embedded": synced["embedded"],
+                                        "changes": synced["changes"]}}
+    return [
+        row("sync_nochange", f"`rlhelper sync` with nothing new, {len(prepared['sources'])} git doc sources (local "
+            f"upstreams), whole process, median of {len(walls)}", statistics.median(walls), "s",
+            f"min {min(walls):.2f} s, max {max(walls):.2f} s"),
+        row(None, f"`rlhelper sync` after one section of {changed['page']} changed upstream: sections embedded",
+            synced["embedded"], "section(s)", f"the page has {changed['page_sections']}; {after['wall']:.2f} s"),
+    ]
+
+
 def run_bench(
     index_dir: Path | None = None,
     eval_file: Path | None = DEFAULT_EVAL_FILE,
@@ -76,11 +106,13 @@ def run_bench(
     ask_runs: int = 5,
     search_repeats: int = 1,
     max_queries: int | None = None,
+    learned_bank: int = BANK_SIZE,
 ) -> dict:
     """Cold ingest + no-change re-ingest of `sources` (default: the shipped seeds and official
     collections) into a temporary index, then warm search latency over the eval queries, whole-process
     `rlhelper ask` (median of `ask_runs`, after one untimed run) and peak RSS, on `index_dir` when
-    given, else on the index just built. Writes the figures as JSON to `json_out`
+    given, else on the index just built; then a bank of `learned_bank` learned questions (bankbench.py; 0
+    leaves it out). Writes the figures as JSON to `json_out`
     (default eval/reports/bench.json) and returns them.
     """
     sources = [Path(s) for s in (sources or [config.corpus_dir() / c for c in config.DEFAULT_COLLECTIONS])]
@@ -116,6 +148,11 @@ def run_bench(
                              "max_ms": max(lat), "mean_ms": statistics.fmean(lat), "n": len(lat)}
 
         rows += judge_rows(index, queries, search_repeats, percentile(lat, 50))
+        rows += sync_rows(built, Path(tmp) / "sync", details)
+        if learned_bank:
+            bank_rows, details["learned_bank"] = learned_bank_rows(index, queries, ask_argv(ASK_QUERY, index),
+                                                                   size=learned_bank)
+            rows += bank_rows
 
         argv = ask_argv(ASK_QUERY, index)
         measure_process(argv)  # untimed: the first run after install writes the model's weight cache
@@ -145,6 +182,8 @@ def run_bench(
 def _value(v: float | None, unit: str) -> str:
     if v is None:
         return "–"
+    if unit not in ("s", "ms", "MB") and float(v).is_integer():
+        return f"{int(v):,} {unit}"  # a count
     if unit in ("MB", "ms") or v >= 100:
         return f"{v:,.0f} {unit}" if v >= 100 else f"{v:.1f} {unit}"
     return f"{v:.2f} {unit}"

@@ -8,6 +8,9 @@
       giant     a 1 MB single-heading document: `ask` prints a bounded quote and where the rest is
       symlinks  links out of the folder and a link loop: not indexed, named by ingest and by info
       sections  twin linking of pages of 2,000 and 6,000 sections: peak memory (tracemalloc)
+      exports, github, bank, ipv6
+                hostile GitHub exports and API answers, a hostile import into the learned bank and
+                `questions list` on a pty, `serve` on IPv6 (inputtrials.py)
 
 Observations, not verdicts (as in trials.py); reliability.py lays them out. Every CLI run is a real
 `rlhelper` subprocess; the model server is a small HTTP server on 127.0.0.1.
@@ -29,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import inputtrials
 from .faults import rlhelper_command
 from .trials import run_cli
 
@@ -258,5 +262,9 @@ def cli_trials(work: Path, env: dict, skip=()) -> list[CliTrial]:
     warned = "holds 1," in ingested.stderr and "giant.md" in ingested.stderr
     steps = {"escapes": lambda: _escapes(index, env), "llm": lambda: _llm(index, env),
              "giant": lambda: _giant(index, env, warned), "symlinks": lambda: _symlinks(index, env, ingested),
-             "sections": _sections}
-    return [step() for name, step in steps.items() if name not in skip]
+             "sections": _sections, "exports": lambda: inputtrials.exports_trial(work / "exports", env),
+             "github": lambda: inputtrials.github_trial(work / "github", env),
+             "bank": lambda: inputtrials.bank_trial(work / "bank", env),
+             "ipv6": lambda: inputtrials.ipv6_trial(index, env)}
+    done = [step() for name, step in steps.items() if name not in skip]
+    return [trial for trial in done if trial is not None]

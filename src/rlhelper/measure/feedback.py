@@ -186,12 +186,14 @@ def checked_comment(comment: str | None) -> str:
 
 
 class WriteLimiter:
-    """At most `per_minute` writes for each key (a browser session, a client address) in any minute.
+    """At most `per_minute` writes for each key (a visitor, a client address) in any minute (or in any
+    `window` seconds: the web server also counts sign-in attempts and new visitor ids with it).
 
-    Thread-safe; keeps one deque of times per key seen in the last minute."""
+    Thread-safe; keeps one deque of times per key seen in the last window."""
 
-    def __init__(self, per_minute: int = WRITES_PER_MINUTE, *, clock: Callable[[], float] = time.monotonic):
-        self.per_minute, self.clock = per_minute, clock
+    def __init__(self, per_minute: int = WRITES_PER_MINUTE, *, clock: Callable[[], float] = time.monotonic,
+                 window: float = 60.0):
+        self.per_minute, self.clock, self.window = per_minute, clock, window
         self._times: dict[str, deque] = {}
         self._lock = threading.Lock()
 
@@ -199,11 +201,11 @@ class WriteLimiter:
         """Count one write for every key, or none when any key is at its limit."""
         now = self.clock()
         with self._lock:
-            for stale in [k for k, times in self._times.items() if not times or times[-1] <= now - 60]:
+            for stale in [k for k, times in self._times.items() if not times or times[-1] <= now - self.window]:
                 del self._times[stale]
             queues = [self._times.setdefault(key, deque()) for key in keys]
             for times in queues:
-                while times and times[0] <= now - 60:
+                while times and times[0] <= now - self.window:
                     times.popleft()
             if any(len(times) >= self.per_minute for times in queues):
                 return False

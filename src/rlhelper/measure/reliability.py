@@ -23,10 +23,20 @@ Everything happens in a temporary folder: the index named is only copied.
     web         attacks on the web app on 127.0.0.1 (webtrials.py): a visitor's own LLM URL
                 (SSRF and key leak) refused, hand-made votes answered 400, an oversized comment
                 refused, a vote flood bounded, a slow question cut while a normal one is answered
+    trust       issue 31's attacks (web/trusttrials.py): a stranger's votes, filters, spam, pasted
+                secrets and take-backs leave another visitor's answer and the operator's records
+                as they were; fresh browsers claiming other addresses in X-Forwarded-For stay
+                within one address's vote limit; Gradio's upload routes take no file
+    memory      20 clients sending 2 MB questions for `seconds` to a `rlhelper serve` process:
+                its resident memory at start, peak and end (target: under 1 GB)
     escapes, llm, giant, symlinks, sections
                 attacks on the CLI and ingest (clitrials.py): terminal escapes on a pty, a
                 misbehaving model server, a giant section, links out of a docs folder, twin
                 linking of huge pages
+    exports, github, bank, ipv6
+                hostile GitHub exports, a GitHub API that drips, pages forever or nests JSON
+                deep, a hostile `questions import` and `questions list` on a pty, `serve --host
+                ::1` (inputtrials.py)
 
 The work is done by trials.py (one function per trial, returning observations);
 this module only counts what held and lays out the table.
@@ -130,7 +140,7 @@ def _fuzz(examples: int, seed: int) -> Row:
 
 WebStep = Callable[[Path, Path, int, float], "Row | list[Row] | None"]
 
-CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections")
+CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections", "exports", "github", "bank", "ipv6")
 
 
 def _cli(work: Path, env: dict, skip: Sequence[str]) -> list[Row]:

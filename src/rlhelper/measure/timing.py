@@ -48,6 +48,8 @@ TARGETS = {
     "search_p95": (30.0, "ms"),
     "ask_process": (1.5, "s"),
     "judge_added_p50": (60.0, "ms"),  # what the judge mode adds to a warm search (issue 21)
+    "sync_nochange": (2.0, "s"),  # `rlhelper sync` of four git doc sources with nothing new (issue 30)
+    "learned_vote_added_p50": (50.0, "ms"),  # 20k learned questions: a search right after a vote (issue 31)
     "peak_rss_query": (400.0, "MB"),
     "peak_rss_ask": (400.0, "MB"),
     "scale_p50_100000": (50.0, "ms"),

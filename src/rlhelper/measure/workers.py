@@ -10,9 +10,11 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import bench, synthetic, timing
+from . import bankbench, bench, syncbench, synthetic, timing
 
-WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search, **synthetic.WORKERS}
+WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search, **synthetic.WORKERS,
+           "learned_bank": bankbench.worker_learned_bank,
+           "git_upstreams": syncbench.worker_git_upstreams, "git_change_page": syncbench.worker_git_change_page}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

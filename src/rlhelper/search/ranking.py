@@ -10,6 +10,7 @@ from functools import cached_property
 import numpy as np
 
 from ..index import lexical, questions
+from ..index.learned import SearchedQuestions
 from ..schema import Entry
 from . import glossary
 from .frameworks import HINTED_NAMES
@@ -40,7 +41,8 @@ class AskedAs:
     dense_best: dict[int, int] = field(default_factory=dict)
     cosines: np.ndarray | None = None
     closer: dict[int, int] = field(default_factory=dict)  # row -> its question nearer the query than its text
-    bank: questions.QuestionIndex | None = None  # the questions searched (shipped, and the user's accepted)
+    # the questions searched: the shipped ones, and the user's accepted ones after them
+    bank: questions.QuestionIndex | SearchedQuestions | None = None
 
     @staticmethod
     def rank_in(ranked: list[int], row: int) -> float:

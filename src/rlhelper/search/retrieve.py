@@ -27,7 +27,6 @@ about the top entry.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -36,6 +35,7 @@ import numpy as np
 
 from ..errors import QueryError, UserBankError
 from ..index import lexical, questions
+from ..index.learned import Learned, LiveLearned, SearchedQuestions
 from ..schema import Entry, Hit
 from . import glossary
 from .confidence import ConfidenceModel, Signals, model_for
@@ -115,8 +115,6 @@ class Retriever:
         self._embedder_factory = embedder_factory
         self.threshold = threshold
         self.user_bank = user_bank  # userbank.UserBank: questions learned from the user's votes, or None
-        self._learned: tuple[object, questions.Learned] | None = None  # (file signature, what it holds)
-        self._learned_lock = threading.Lock()
         self._token_sets: dict[int, frozenset[str]] = {}  # row -> its BM25 tokens, once read for a signal
 
     @cached_property
@@ -192,8 +190,11 @@ class Retriever:
         lang=None,
         mode: str = "hybrid",
         exclude: Iterable[str] = (),
+        own_votes: questions.Learned | None = None,
     ) -> Retrieval:
-        """`exclude`: entry ids whose sections are left out (a follow-up wants something new)."""
+        """`exclude`: entry ids whose sections are left out (a follow-up wants something new).
+        `own_votes`: one web visitor's votes (web/visitors.py), applied after the user bank's, for
+        their searches alone."""
         if mode not in MODES:
             raise QueryError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
         query = check_query(query)
@@ -205,7 +206,7 @@ class Retriever:
             rows = [self.index.row_of(i) for i in exclude]
             left_out = {section_key(self.index.entries[r]) for r in rows + [t for r in rows for t in self._twin_rows(r)]}
             allowed &= ~np.array([section_key(e) in left_out for e in self.index.entries])
-        ranking, signals = self.assess(normalized, allowed, depth=max(CANDIDATES, k), mode=mode)
+        ranking, signals = self.assess(normalized, allowed, depth=max(CANDIDATES, k), mode=mode, own_votes=own_votes)
 
         asker = "zh" if lexical.has_han(normalized.text) else "en"
         hits = [
@@ -226,9 +227,10 @@ class Retriever:
                          weak)
 
     def assess(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
-               mode: str = "hybrid") -> tuple[Ranking, Signals | None]:
+               mode: str = "hybrid", own_votes: questions.Learned | None = None) -> tuple[Ranking, Signals | None]:
         """The ranking and the signals of its top entry; in judge mode, after the judge's say."""
-        ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode)
+        ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode,
+                            own_votes=own_votes)
         signals = self.signals(normalized.text, ranking, allowed)
         if mode != "judge" or signals is None:
             return ranking, signals
@@ -240,7 +242,7 @@ class Retriever:
         return judged, replace(signals, judge=probability)
 
     def rank(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
-             mode: str = "hybrid") -> Ranking:
+             mode: str = "hybrid", own_votes: questions.Learned | None = None) -> Ranking:
         """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
         text = normalized.text
         learned = self.learned()
@@ -262,39 +264,37 @@ class Retriever:
         pinned: dict[tuple, str] = {}
         if not learned.empty:
             fused, pinned = self.apply_votes(fused, learned, text, allowed, mode)
+        if own_votes is not None and not own_votes.empty:  # the visitor's own say comes last: it leads for them
+            fused, theirs = self.apply_votes(fused, own_votes, text, allowed, mode)
+            pinned = {**pinned, **theirs}
         return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked, pinned,
                        bool(fused) and self._group(fused[0][0]) in pinned)
 
     # -- what the user taught it (userbank.py) --------------------------------------------
 
-    def learned(self) -> questions.Learned:
-        """The user's question bank as it is now, keyed to this index: read again only when its
-        file changed (one stat per search), so a web server sees a vote at the next question."""
-        bank = self.user_bank
-        signature = None
-        if bank is not None:
-            signature = bank.signature()
-        held = self._learned
-        if held is not None and held[0] == signature:
-            return held[1]
-        with self._learned_lock:
-            held = self._learned
-            if held is not None and held[0] == signature:
-                return held[1]
-            try:
-                records = bank.records() if signature is not None else []
-            except UserBankError:  # unreadable: search as if nothing was learned
-                records = []
-            state = questions.learned(records, self.index.questions, self.index.entries, self.index.row_of,
-                                      self._learned_vectors)
-            self._learned = (signature, state)
-            return state
+    def learned(self) -> Learned:
+        """The user's question bank as it is now, keyed to this index: brought up to date change by
+        change from its journal (learned.py; one stat per search when nothing changed), so a web
+        server sees a vote at the next question without building anything again."""
+        if self.user_bank is None:
+            return Learned(self.index.questions)
+        try:
+            return self._live_learned.current()
+        except UserBankError:  # unreadable: search as if nothing was learned
+            return Learned(self.index.questions)
+
+    @cached_property
+    def _live_learned(self) -> LiveLearned:
+        return LiveLearned(self.user_bank, self.index, self._learned_vectors, dim=self.index.dim)
 
     def _learned_vectors(self, texts: list[str]) -> np.ndarray:
-        cache = questions.VectorCache(self.user_bank.vectors_path)
-        return cache.vectors(self.index.embedder_id, texts, lambda fresh: self.embedder.embed_documents(fresh))
+        """Vectors of learned questions. A vote's question was searched a moment ago: with an
+        embedder that embeds questions and documents alike, its query vector is taken as it is."""
+        if len(texts) <= 4 and getattr(self.embedder, "symmetric", False):
+            return np.stack([self.query_vector(t) for t in texts])
+        return self.embedder.embed_documents(texts)
 
-    def apply_votes(self, fused: list[tuple[int, float]], learned: questions.Learned, text: str,
+    def apply_votes(self, fused: list[tuple[int, float]], learned: Learned, text: str,
                     allowed: np.ndarray, mode: str) -> tuple[list[tuple[int, float]], dict[tuple, str]]:
         """An entry accepted for this question (or a near-identical one) leads; one demoted for it
         drops below the next and never leads. Returns the ranking and {section group: question}
@@ -316,7 +316,7 @@ class Retriever:
         return min(section_key(self.index.entries[r]) for r in [row, *self._twin_rows(row)])
 
     def question_rankings(self, terms: QueryTerms, text: str, allowed: np.ndarray, depth: int,
-                          mode: str, bank: questions.QuestionIndex | None = None) -> AskedAs:
+                          mode: str, bank: questions.QuestionIndex | SearchedQuestions | None = None) -> AskedAs:
         """Entries ranked by their best question of `bank` (default: the index's), by BM25 and by cosine."""
         bank = self.index.questions if bank is None else bank
         if bank is None or not len(bank):
@@ -358,9 +358,9 @@ class Retriever:
                 found.append((asked.rank_in(asked.lexical, r), asked.lexical_best[r]))
             if found:
                 q = min(found)[1]
-                text = asked.bank.texts[q]
+                text = asked.bank.text(q)
                 # A heading or an issue's title asked for its own entry: "matched: <the heading>" says nothing.
-                if asked.bank.sources[q] in ("heading", "issue") or (lang and lexical.has_han(text) != (lang == "zh")):
+                if asked.bank.source(q) in ("heading", "issue") or (lang and lexical.has_han(text) != (lang == "zh")):
                     return None
                 return text
         return None
@@ -487,6 +487,6 @@ class Retriever:
             return -1.0
         cosines = ranking.asked.cosines
         if cosines is None:
-            cosines = bank.vectors @ self.query_vector(text)
+            cosines = bank.cosines(self.query_vector(text))
         best = bank.best_cosine(cosines, row)
         return -1.0 if best is None else best

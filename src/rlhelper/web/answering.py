@@ -22,7 +22,7 @@ from ..catalogue import Phrase, say
 from ..errors import RlhelperError
 from .arguments import LINK_MAX_CHARS, filter_value, question_link
 from .llm_view import out_of_time, written_steps
-from .session import new_session, remember
+from .session import MAX_FOLLOWED_CHARS, kept_for_follow_up, new_session, remember
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def _bounded_html(answer: Answer, deadline: float, entry_for) -> str:
 
 def respond(helper, message: str, history: list | None, framework: str | None = None,
             collection: str | None = None, session: dict | None = None,
-            llm=None, *, budget: float = TIME_BUDGET) -> Iterator[tuple[list, dict]]:
+            llm=None, *, budget: float = TIME_BUDGET, own_votes=None) -> Iterator[tuple[list, dict]]:
     """Answer one chat message: yields (history, session) as the answer grows.
 
     The user's message goes in first, then the answer streams in part by part,
@@ -87,7 +87,8 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
     related entries). Errors become one readable message, never a traceback.
     `llm`: the LLMSettings of a configured endpoint to write the answer, or None.
     Past `budget` seconds the answer is cut with a notice (an LLM answer falls
-    back to the extractive one).
+    back to the extractive one). `own_votes`: the visitor's own votes (visitors.py), for this
+    visitor's search alone.
     """
     deadline = time.monotonic() + budget
     history = list(history or [])
@@ -108,7 +109,7 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
     yield history, session
     try:
         answer = within(deadline, helper.ask, query, k=TOP_K, framework=filter_value(framework),
-                        collection=filter_value(collection), previous=session.get("previous"))
+                        collection=filter_value(collection), previous=session.get("previous"), own_votes=own_votes)
     except OutOfTime:
         log.warning("answering %r took more than %g s: cut", query[:200], budget)
         history[-1] = _message("assistant", cut_html(budget, lang))
@@ -126,9 +127,11 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
 
     # What a follow-up reads with: the last question searched, answered or not ("what about slime?"
     # after a no-match asks that question of slime's docs).
-    session["previous"] = answer
-    # Nothing within the filters: the page offers to ask again without them.
-    session["filtered_miss"] = query if answer.abstained and (filter_value(framework) or filter_value(collection)) \
+    session["previous"] = kept_for_follow_up(answer)
+    # Nothing within the filters: the page offers to ask again without them (a long log by what was
+    # searched in it, which is what a search of it finds again).
+    again = query if len(query) <= MAX_FOLLOWED_CHARS else answer.normalized_query[:MAX_FOLLOWED_CHARS]
+    session["filtered_miss"] = again if answer.abstained and (filter_value(framework) or filter_value(collection)) \
         else None
     # A follow-up is kept as what was searched: self-contained, for a vote's eval item and the link.
     asked_alone = query if answer.follow_up_of is None else answer.normalized_query
@@ -167,7 +170,9 @@ def respond(helper, message: str, history: list | None, framework: str | None = 
         yield history, session
         return
     history[-1] = _message("assistant", html)
-    remember(session, len(history) - 1, asked_alone, answer)
+    filters = ", ".join(f"{name} {value}" for name, value in (("framework", filter_value(framework)),
+                                                               ("collection", filter_value(collection))) if value)
+    remember(session, len(history) - 1, asked_alone, answer, filters)
     yield history, session
 
 

@@ -2,6 +2,11 @@
 
     build_app(helper, feedback_db=None, llm=None) -> gr.Blocks   # the page and its events
 
+Who is asking: the page keeps a signed visitor id in the browser (gr.BrowserState, visitors.py),
+minted when the page first opens and sent with every question and vote, so a visitor's own votes
+apply to their own searches (with `serve --auth-file`, the signed-in user is the visitor). The
+public `ask` API takes no visitor: it answers as for a new one.
+
 The handlers are plain functions taking the Helper / FeedbackStore explicitly, so tests call them
 without a browser or a server: answering.py (a question), votes.py (votes and comments), with
 arguments.py checking what a visitor sends and llm_view.py showing an LLM-written answer. The
@@ -25,11 +30,14 @@ from ..answer import html as render
 from ..answer.extractive import FRAMEWORK_NAMES
 from ..answer.language import language_of
 from ..catalogue import LANGS, WORDS, in_language, page_words, say
+from ..index.visitorbank import VisitorBank
+from ..index.visitorbank import default_path as visitor_default_path
 from ..measure.feedback import MAX_COMMENT_CHARS, FeedbackStore, WriteLimiter
 from .answering import TIME_BUDGET, respond
 from .arguments import MAX_MESSAGE_CHARS, RequestError, checked_ask, linked_question, llm_endpoints, text_arg
 from .llm_view import llm_available
 from .session import new_session
+from .visitors import Visitors, load_key
 from .votes import add_comment, learn_from_vote, position_of, record_vote, vote_of
 
 CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
@@ -80,11 +88,11 @@ def _header_html(helper) -> str:
     return f'<div id="rl-header"><h1><span class="rl-mark">rl</span>helper</h1><p>{intro}</p><p class="rl-stats">{stats}</p></div>'
 
 
-def votes_hint(helper, learn_from_votes: bool = False):
+def votes_hint(teaches: bool, learn_from_votes: bool = False):
     """What a vote does, said before anyone votes: it teaches the voter's browser at once and everyone
     else once the operator approves it; everyone at once on a server run with --learn-from-votes;
-    with no question bank to teach, it only tells the operator."""
-    if helper.user_bank is None:
+    with nothing to teach (no question bank), it only tells the operator."""
+    if not teaches:
         return PAGE_WORDS("page.votes_recorded")
     return PAGE_WORDS("page.votes_teach_all" if learn_from_votes else "page.votes_teach_you")
 
@@ -123,59 +131,112 @@ def _choices(label: str, values: list[str]) -> list[tuple[str, str]]:
     return [(label, "")] + [(FRAMEWORK_NAMES.get(v, v), v) for v in values]
 
 
-def _client_keys(request: gr.Request | None) -> tuple[str, ...]:
-    """Who a write counts against: the browser session and the address it came from
-    (behind a reverse proxy every visitor shares the proxy's address: a bound for them all)."""
+def address_of(request: gr.Request | None) -> str:
+    """The visitor's address: the connection's, or what a proxy the operator trusts said (server.py)."""
+    return str(getattr(getattr(request, "client", None), "host", None) or "?")
+
+
+def client_keys(request: gr.Request | None, visitor: str | None) -> tuple[str, ...]:
+    """Who a write counts against: the visitor (a browser's id, or a signed-in user) and the address
+    it came from. Not the session: a new one is free. Behind a reverse proxy the operator has not
+    named (`--trusted-proxy`) every visitor shares the proxy's address: a bound for them all."""
     if request is None:
         return ()
-    host = getattr(getattr(request, "client", None), "host", None) or "?"
-    return (f"session:{getattr(request, 'session_hash', None) or '?'}", f"host:{host}")
+    who = f"visitor:{visitor}" if visitor else f"session:{getattr(request, 'session_hash', None) or '?'}"
+    return (who, f"host:{address_of(request)}")
 
 
 def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | None = None,
               time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None,
-              learn_from_votes: bool = False) -> gr.Blocks:
+              visitor_bank: VisitorBank | None = None, learn_from_votes: bool = False) -> gr.Blocks:
     """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3).
     `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option).
-    `learn_from_votes`: a vote teaches everyone at once (the page says so before anyone votes)."""
+    `visitor_bank`: where visitors' votes and suggestions are kept (default: beside the helper's
+    user bank; none when it has no bank). `learn_from_votes`: every vote also teaches everyone (the
+    page says what a vote does before anyone votes).
+    Each request answers from the index's version live when it starts (api.LiveHelper): an ingest or
+    `rlhelper sync` is picked up without a restart."""
+    from ..api import LiveHelper
+
+    live = helper if isinstance(helper, LiveHelper) else LiveHelper(helper)
+    helper = live.current()
     store = FeedbackStore(feedback_db)
     endpoints = llm_endpoints(llm)
     limiter = WriteLimiter(**({} if writes_per_minute is None else {"per_minute": writes_per_minute}))
+    visitors = None
+    if helper.user_bank is not None or visitor_bank is not None:
+        visitor_bank = visitor_bank or VisitorBank(visitor_default_path(helper.user_bank))
+        visitors = Visitors(live, visitor_bank, load_key(visitor_bank.path.parent))
 
     def refused(err: RequestError) -> gr.Error:
         return gr.Error(f"Refused: {err}.", print_exception=False)
 
-    def ask(message, history, framework, collection, session, llm_name):
-        if message is None:  # the page's blank Enter (its script sends no message): nothing asked, nothing shown
-            yield gr.skip(), gr.skip()
-            return
+    def visitor_of(token, request: gr.Request | None) -> str | None:
+        """The signed-in user, or the visitor the browser's token names (None: forged or none)."""
+        name = getattr(request, "username", None)
+        if name:
+            return f"user:{name}"
+        return visitors.verify(token) if visitors is not None else None
+
+    def welcome(token, session, request: gr.Request):
+        """On opening the page: the visitor the browser holds, or a new one (bounded per address)."""
+        session = session if isinstance(session, dict) else new_session()
+        visitor = visitor_of(token, request)
+        if visitor is None and visitors is not None:
+            token = visitors.mint(address_of(request)) or ""
+            visitor = visitors.verify(token)
+        session["visitor"] = visitor
+        return token or "", session
+
+    def answer(message, history, framework, collection, session, llm_name, visitor):
+        helper = live.current()
         try:
             message, history, framework, collection, settings = checked_ask(
                 helper, endpoints, message, history, framework, collection, llm_name)
         except RequestError as err:
             raise refused(err) from None
-        yield from respond(helper, message, history, framework, collection, session, settings, budget=time_budget)
+        session = session if isinstance(session, dict) else new_session()
+        session["visitor"] = visitor
+        own = visitors.own_votes(visitor) if visitors is not None else None
+        yield from respond(helper, message, history, framework, collection, session, settings, budget=time_budget,
+                           own_votes=own)
 
-    def vote(session, data: gr.EventData, request: gr.Request):
+    def ask(message, history, framework, collection, session, llm_name, request: gr.Request):
+        """The public API: a question as from a new visitor (a signed-in user's own votes apply)."""
+        yield from answer(message, history, framework, collection, session, llm_name, visitor_of(None, request))
+
+    def ask_page(message, history, framework, collection, session, llm_name, token, request: gr.Request):
+        if message is None:  # a blank Enter (the page's script sends no message): nothing asked, nothing shown
+            yield gr.skip(), gr.skip()
+            return
+        yield from answer(message, history, framework, collection, session, llm_name, visitor_of(token, request))
+
+    def vote(session, token, data: gr.EventData, request: gr.Request):
         payload = getattr(data, "_data", None)
         if not isinstance(payload, dict):
             raise refused(RequestError("a vote is an object with index and liked"))
+        visitor = visitor_of(token, request)
+        if isinstance(session, dict):
+            session["visitor"] = visitor
         try:
             session, status = record_vote(store, session, payload.get("index"), payload.get("liked"),
-                                          allowed=lambda: limiter.allow(*_client_keys(request)))
+                                          allowed=lambda: limiter.allow(*client_keys(request, visitor)))
         except RequestError as err:
             raise refused(err) from None
         position = position_of(payload.get("index"))
         said = said_about(session, position, status)
         if status.startswith(("Thanks", "Vote removed")):  # recorded: refused or full votes teach nothing
-            said += said_about(session, position, learn_from_vote(helper, session, payload.get("index"),
-                                                                  payload.get("liked")))
+            learned = learn_from_vote(live.current(), session, payload.get("index"), payload.get("liked"),
+                                      visitors=visitors, address=address_of(request), learn_for_all=learn_from_votes)
+            said += said_about(session, position, learned)
             session.setdefault("thumbs", {})[position] = THUMBS.get(vote_of(payload.get("liked")))
         return session, said, gr.update(visible=True), gr.update(feedback_value=shown_votes(session))
 
-    def comment(session, text, request: gr.Request):
+    def comment(session, token, text, request: gr.Request):
+        visitor = visitor_of(token, request)
         try:
-            session, kept = add_comment(store, session, text, allowed=lambda: limiter.allow(*_client_keys(request)))
+            session, kept = add_comment(store, session, text,
+                                        allowed=lambda: limiter.allow(*client_keys(request, visitor)))
         except RequestError as err:
             raise refused(err) from None
         # A refused comment stays in the box, to shorten or send later.
@@ -184,12 +245,16 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
 
     def open_link(request: gr.Request):
         question, framework_name, collection_name = linked_question(dict(request.query_params))
-        return (question, framework_name if framework_name in helper.frameworks else "",
-                collection_name if collection_name in helper.collections else "")
+        helper = live.current()  # the filters offer what the index holds now
+        return (question,
+                gr.update(choices=_choices(PAGE_WORDS("page.all_frameworks"), helper.frameworks),
+                          value=framework_name if framework_name in helper.frameworks else ""),
+                gr.update(choices=_choices(PAGE_WORDS("page.all_collections"), helper.collections),
+                          value=collection_name if collection_name in helper.collections else ""))
 
-    def ask_linked(message, *rest):
+    def ask_linked(message, history, framework, collection, session, llm_name, token, request: gr.Request):
         if message:  # no ?q=: the page opens empty
-            yield from ask(message, *rest)
+            yield from ask_page(message, history, framework, collection, session, llm_name, token, request)
         else:
             yield gr.skip(), gr.skip()
 
@@ -205,6 +270,10 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
     with gr.Blocks(title=TITLE, analytics_enabled=False, fill_width=False) as app:
         gr.HTML(_header_html(helper))
         session = gr.State(new_session())
+        # The visitor's signed id, kept in the browser (encrypted with a key derived from the server's),
+        # under a fixed name, so a reload or a restarted server finds it again.
+        visitor = gr.BrowserState("", storage_key="rlhelper-visitor",
+                                  secret=visitors.storage_secret if visitors is not None else None)
         with gr.Row(elem_id="rl-filters", equal_height=True):
             framework = gr.Dropdown(_choices(PAGE_WORDS("page.all_frameworks"), helper.frameworks), value="",
                                     label="Framework",
@@ -241,7 +310,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         )
         # Under the box: what a vote does (shown once there is an answer, style.css), then, in its place,
         # what the vote did, and its comment row; the chat's height leaves room for them (script.js).
-        gr.HTML(f'<div class="rl-vote-hint">{votes_hint(helper, learn_from_votes)}</div>', elem_id="rl-vote-hint",
+        gr.HTML(f'<div class="rl-vote-hint">{votes_hint(visitors is not None, learn_from_votes)}</div>', elem_id="rl-vote-hint",
                 padding=False)
         status = gr.Markdown("", elem_id="rl-status")
         clear_filters_btn = gr.Button(PAGE_WORDS("page.clear_filters"), visible=False, size="sm",
@@ -259,7 +328,7 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
             llm_choice = gr.Radio(llm_choices, value=NO_LLM, label="Who writes the answer", show_label=False,
                                   interactive=llm_available(), elem_id="rl-use-llm")
 
-        settings = [chatbot, framework, collection, session, llm_choice]
+        settings = [chatbot, framework, collection, session, llm_choice, visitor]
         quiet = {"queue": False, "show_progress": "hidden", "api_visibility": "private"}
         outputs = [chatbot, session]
         # Every way of asking shares one pool of CONCURRENCY workers (concurrency_id), so a question
@@ -273,17 +342,22 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         # it added a red "The query is empty" and hid the examples (the API still answers "" with that).
         moved = textbox.submit(None, [textbox], [asked, textbox],
                                js="(text) => text.trim() ? [text, ''] : [null, text]", **quiet)  # in the browser
-        moved.then(ask, [asked, *settings], outputs, api_name="ask", **answering).then(
+        moved.then(ask_page, [asked, *settings], outputs, api_visibility="private", **answering).then(
             offer_clear_filters, [session], [clear_filters_btn], **quiet)
+        # The public API (`/ask`, the Gradio client): the same answer, without a browser's visitor id. The
+        # page never fires it (the box is hidden).
+        asked.submit(ask, [asked, *settings[:-1]], outputs, api_name="ask", **answering)
         picked = gr.State("")  # an example's text goes straight to the answer, not through the box
         chatbot.example_select(example_text, None, [picked], **quiet).then(
-            ask, [picked, *settings], outputs, api_visibility="private", **answering).then(
+            ask_page, [picked, *settings], outputs, api_visibility="private", **answering).then(
             offer_clear_filters, [session], [clear_filters_btn], **quiet)
         # A question's link (?q=..., under each question) asks it as the page opens.
         linked = gr.State("")
-        app.load(open_link, None, [linked, framework, collection], **quiet).then(
+        app.load(welcome, [visitor, session], [visitor, session], **quiet).then(
+            open_link, None, [linked, framework, collection], **quiet).then(
             ask_linked, [linked, *settings], outputs, api_visibility="private", **answering)
-        chatbot.clear(lambda: (new_session(), gr.update(feedback_value=[])), None, [session, chatbot], queue=False,
+        chatbot.clear(lambda s: (new_session((s or {}).get("visitor") if isinstance(s, dict) else None),
+                                 gr.update(feedback_value=[])), [session], [session, chatbot], queue=False,
                       api_visibility="private")
         # A vote's note and comment box belong to the answer voted on: a new question or Clear removes them.
         feedback_parts = [status, comment_row, comment_box, clear_filters_btn]
@@ -294,10 +368,11 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         clear_filters_btn.click(lambda s: ("", "", (s or {}).get("filtered_miss") or "", gr.update(visible=False)),
                                 [session], [framework, collection, again, clear_filters_btn], **quiet).then(
             ask_linked, [again, *settings], outputs, api_visibility="private", **answering)
-        chatbot.like(vote, [session], [session, status, comment_row, chatbot], queue=False, api_visibility="private")
-        comment_box.submit(comment, [session, comment_box], [session, status, comment_box], queue=False,
+        chatbot.like(vote, [session, visitor], [session, status, comment_row, chatbot], queue=False,
+                     api_visibility="private")
+        comment_box.submit(comment, [session, visitor, comment_box], [session, status, comment_box], queue=False,
                            api_visibility="private")
-        comment_btn.click(comment, [session, comment_box], [session, status, comment_box], queue=False,
+        comment_btn.click(comment, [session, visitor, comment_box], [session, status, comment_box], queue=False,
                           api_visibility="private")
     app.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return app

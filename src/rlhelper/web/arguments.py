@@ -12,6 +12,9 @@ from urllib.parse import urlencode, urlsplit
 
 MAX_MESSAGE_CHARS = 2_000_000  # a pasted log beyond this is refused (the search reads its tail anyway)
 MAX_HISTORY = 2_000  # messages in the chat a question is sent with (1,000 questions)
+# What the chat a question is sent with may hold, all messages together: a few hundred answers (a
+# pasted log is shown cut, answer/html.py), far from the 200 MB chats that stalled the server.
+MAX_HISTORY_CHARS = 4_000_000
 LINK_MAX_CHARS = 2000  # a longer message (a whole log) is linked by the error lines it was searched by
 
 
@@ -49,6 +52,9 @@ def checked_ask(helper, endpoints: dict, message, history, framework, collection
     if history and len(history) > MAX_HISTORY:
         raise RequestError(f"the chat holds {len(history):,} messages; the limit is {MAX_HISTORY:,}: "
                            "start a new chat (the bin icon)")
+    if history and (size := history_chars(history)) > MAX_HISTORY_CHARS:
+        raise RequestError(f"the chat holds {size:,} characters; the limit is {MAX_HISTORY_CHARS:,}: "
+                           "start a new chat (the bin icon)")
     filters = []
     for value, allowed, what in ((framework, helper.frameworks, "framework"),
                                  (collection, helper.collections, "collection")):
@@ -63,6 +69,23 @@ def checked_ask(helper, endpoints: dict, message, history, framework, collection
                                "`rlhelper serve --llm ...` to offer one)")
         raise RequestError(f"this server offers no LLM named {name!r}: pick one of {', '.join(map(repr, endpoints))}")
     return message, history, *filters, endpoints.get(name) if name else None
+
+
+def history_chars(history: list) -> int:
+    """Characters in a chat's messages, however Gradio shaped them (text, or a list of typed parts);
+    walked without recursion, so a deeply nested hand-made one is only counted."""
+    total, todo = 0, [history]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+        elif isinstance(value, list | tuple):
+            todo.extend(value)
+        else:
+            total += 8
+    return total
 
 
 def filter_value(choice: str | None) -> str | None:

@@ -180,8 +180,8 @@ def run_load_cli(url: str | None = None, clients: int = 20, questions: int = 10,
     from ..api import Helper
     from .server import start
 
-    helper = Helper.load(index)
-    with tempfile.TemporaryDirectory() as tmp:  # votes of a benchmark do not belong in the user's file
+    with tempfile.TemporaryDirectory() as tmp:  # votes of a benchmark do not belong in the user's files
+        helper = Helper.load(index, user_bank=Path(tmp) / "questions.jsonl")
         app, local = start(helper, port=free_port(), feedback_db=Path(tmp) / "feedback.sqlite3")
         try:
             return (format_result(run_load(local, clients, questions, duration=duration))

@@ -59,10 +59,10 @@ def dependencies(url: str) -> dict[str, dict]:
     return {dep["api_name"]: dep for dep in config["dependencies"] if dep.get("backend_fn")}
 
 
-def queue_call(url: str, dep: dict, data: list, session: str, timeout: float = 120) -> dict:
+def queue_call(url: str, dep: dict, data: list, session: str, timeout: float = 120, headers: dict | None = None) -> dict:
     """One queued event as the browser sends it (queue/join, then the session's event stream):
     the final message, {"success": ..., "output": ...}."""
-    with httpx.Client(timeout=timeout, trust_env=False) as client:
+    with httpx.Client(timeout=timeout, trust_env=False, headers=headers or {}) as client:
         joined = client.post(f"{url}/gradio_api/queue/join", json={
             "data": data, "fn_index": dep["id"], "session_hash": session, "event_data": None,
             "trigger_id": dep["targets"][0][0]})
@@ -82,6 +82,71 @@ def direct_call(url: str, dep: dict, data: list, session: str, event_data=None) 
     return httpx.post(f"{url}/gradio_api/run/predict", timeout=30, trust_env=False, json={
         "data": data, "fn_index": dep["id"], "session_hash": session, "event_data": event_data,
         "trigger_id": dep["targets"][0][0]})
+
+
+class Visitor:
+    """One browser, spoken as raw HTTP: it opens the page (the load event that hands out a visitor id,
+    kept as the browser keeps it), asks as the page asks, and votes as the page votes. A new Visitor
+    is a fresh browser; `reopen()` is the same browser after a reload (same id, new session)."""
+
+    def __init__(self, url: str, deps: dict | None = None, token: str = "", headers: dict | None = None):
+        self.url, self.deps, self.token = url, deps or dependencies(url), token
+        self.headers = headers or {}
+        self.history: list = []
+        self.reopen()
+
+    def reopen(self) -> Visitor:
+        self.session, self.history = uuid.uuid4().hex, []
+        said = self._direct("welcome", [self.token or None, None])
+        if said.status_code == 200:
+            self.token = said.json()["data"][0] or self.token
+        return self
+
+    def _direct(self, name: str, data: list, event_data=None) -> httpx.Response:
+        dep = self.deps[name]
+        return httpx.post(f"{self.url}/gradio_api/run/predict", timeout=30, trust_env=False, headers=self.headers,
+                          json={"data": data, "fn_index": dep["id"], "session_hash": self.session,
+                                "event_data": event_data, "trigger_id": dep["targets"][0][0]})
+
+    def ask(self, question: str, framework: str = "", collection: str = "") -> str:
+        """The answer's HTML ("" when the question was refused); the chat grows as on the page."""
+        done = queue_call(self.url, self.deps["ask_page"], [question, self.history, framework, collection, None, "",
+                                                            self.token], self.session, headers=self.headers)
+        if not done.get("success"):
+            return ""
+        self.history = done["output"]["data"][0]
+        return message_text(self.history[-1])
+
+    def vote(self, liked: str, position: int | None = None) -> str:
+        """Like / Dislike / "" (taken back) the last answer (or the one at `position`): the status shown."""
+        position = len(self.history) - 1 if position is None else position
+        said = self._direct("vote", [None, self.token], {"index": position, "value": None, "liked": liked})
+        return json.dumps(said.json(), ensure_ascii=False) if said.status_code == 200 else f"HTTP {said.status_code}"
+
+
+def message_text(message: dict) -> str:
+    """A chat message's HTML (Gradio 6 sends a message's content as a list of typed parts)."""
+    content = message.get("content") if isinstance(message, dict) else ""
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content or [])
+
+
+def lead_of(html: str) -> str:
+    """The first cited source's title, as text ("" when the answer cites none: an abstention lists
+    related entries, which lead nothing)."""
+    import html as html_lib
+    import re
+
+    cited = (html or "").partition('<div class="rl-sources">')[2]
+    found = re.search(r'class="rl-cite-head">(.*?)</div>', cited, re.S)
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", found.group(1))).strip() if found else ""
+
+
+def matched_of(html: str) -> list[str]:
+    """Every "matched: <question>" the answer shows."""
+    import html as html_lib
+    import re
+
+    return [html_lib.unescape(m) for m in re.findall(r'rl-matched">matched: (.*?)</div>', html or "", re.S)]
 
 
 # -- stand-ins -----------------------------------------------------------------------------------------
@@ -181,8 +246,8 @@ def ssrf_trial(helper, work: Path) -> WebTrial:
         for data in ([QUESTION, [], "", "", True, attacker.url, "bench-model"], [QUESTION, [], "", "", attacker.url]):
             refused.append(call_api(url, data)[0] == "error")
         deps = dependencies(url)
-        for name in ("ask", "ask_1", "ask_linked"):
-            done = queue_call(url, deps[name], [QUESTION, [], "", "", None, attacker.url], uuid.uuid4().hex)
+        for name in ("ask", "ask_page", "ask_page_1", "ask_linked", "ask_linked_1"):
+            done = queue_call(url, deps[name], [QUESTION, [], "", "", None, attacker.url, None], uuid.uuid4().hex)
             refused.append(done.get("success") is False)
     finally:
         loadtest.close_quietly(app)
@@ -214,7 +279,7 @@ def payload_trial(helper, work: Path) -> WebTrial:
         vote = dependencies(url)["vote"]
         statuses = []
         for event_data in BAD_VOTES:
-            response = direct_call(url, vote, [None], uuid.uuid4().hex, event_data)
+            response = direct_call(url, vote, [None, None], uuid.uuid4().hex, event_data)
             reason = response.json().get("error") if response.headers.get("content-type", "").startswith(
                 "application/json") else None
             statuses.append((response.status_code, bool(reason)))
@@ -229,7 +294,7 @@ def payload_trial(helper, work: Path) -> WebTrial:
 def _voted_session(url: str, deps: dict) -> str:
     session = uuid.uuid4().hex
     queue_call(url, deps["ask"], [QUESTION, [], "", "", None, ""], session)
-    direct_call(url, deps["vote"], [None], session, {"index": 1, "value": None, "liked": "Like"})
+    direct_call(url, deps["vote"], [None, None], session, {"index": 1, "value": None, "liked": "Like"})
     return session
 
 
@@ -240,7 +305,7 @@ def comment_trial(helper, work: Path) -> WebTrial:
     try:
         deps = dependencies(url)
         session = _voted_session(url, deps)
-        said = json.dumps(direct_call(url, deps["comment"], [None, "x" * 6_000], session).json())
+        said = json.dumps(direct_call(url, deps["comment"], [None, None, "x" * 6_000], session).json())
     finally:
         loadtest.close_quietly(app)
     rows = FeedbackStore(db).rows()
@@ -256,7 +321,7 @@ def flood_trial(helper, work: Path, votes: int = 100) -> WebTrial:
     try:
         deps = dependencies(url)
         session = _voted_session(url, deps)
-        said = [json.dumps(direct_call(url, deps["vote"], [None], session,
+        said = [json.dumps(direct_call(url, deps["vote"], [None, None], session,
                                        {"index": 1, "value": None, "liked": ("Dislike", "Like")[i % 2]}).json())
                 for i in range(votes)]
         size = db.stat().st_size if db.exists() else 0
@@ -315,7 +380,8 @@ def load_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None
     from ..api import Helper
     from .server import start
 
-    app, url = start(Helper.load(copy), port=loadtest.free_port(), feedback_db=work / "feedback.sqlite3")
+    app, url = start(Helper.load(copy, user_bank=work / "load-bank" / "questions.jsonl"), port=loadtest.free_port(),
+                     feedback_db=work / "feedback.sqlite3")
     try:
         result = loadtest.run_load(url, clients=clients, duration=seconds, timeout=60)
     finally:
@@ -332,7 +398,21 @@ def attack_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Ro
     from ..api import Helper
 
     return [Row(t.name, t.tried, int(t.held), 1, t.figures, [] if t.held else [t.figures])
-            for t in web_trials(Helper.load(copy), work / "web")]
+            for t in web_trials(Helper.load(copy, user_bank=work / "web" / "questions.jsonl"), work / "web")]
 
 
-RELIABILITY_STEPS = {"load": load_row, "web": attack_rows}
+def trust_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Row]:
+    """Issue 31's attacks (trusttrials.py): poisoning, forwarded addresses, uploads."""
+    from . import trusttrials
+
+    return trusttrials.trust_rows(copy, work, clients, seconds)
+
+
+def memory_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None:
+    """20 clients sending 2 MB questions for `seconds` to a `rlhelper serve` of its own (trusttrials.py)."""
+    from . import trusttrials
+
+    return trusttrials.memory_row(copy, work, clients, seconds)
+
+
+RELIABILITY_STEPS = {"load": load_row, "web": attack_rows, "trust": trust_rows, "memory": memory_row}

@@ -1,5 +1,6 @@
 """Thumbs up/down and comments on the web chat's answers: stored for `rlhelper feedback export`, and
-taught to the user's question bank (a thumbs-up makes the answer's entry lead for its question).
+taught to the visitor who voted (a thumbs-up makes the answer's entry lead for its question), as a
+suggestion to the operator's bank (learn_from_vote).
 
 Plain functions taking the FeedbackStore / Helper and the browser session explicitly, so tests call
 them without a browser. Votes and comments are bounded per client and in total (feedback.py).
@@ -71,27 +72,46 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
     return session, Phrase("vote.thanks", how=Phrase("vote.helpful" if vote > 0 else "vote.not_helpful"))
 
 
-def learn_from_vote(helper, session: dict | None, index, liked) -> str:
-    """A thumbs-up adds the answer's question to the user's bank for its lead entry, a thumbs-down
-    demotes that entry for it, taking the vote back removes what it added. Returns a note for
-    the status line ("" when there is nothing to say)."""
-    bank = helper.user_bank
+OPERATOR_SOURCES = ("cli", "chat", "import", "review")  # records no visitor's vote replaces or removes
+
+
+def learn_from_vote(helper, session: dict | None, index, liked, *, visitors=None, address: str = "?",
+                    learn_for_all: bool = False) -> str:
+    """What a vote teaches (issue 31): a thumbs-up makes the answer's lead entry lead for its question,
+    a thumbs-down keeps it from leading, taking the vote back undoes that; for the visitor who voted
+    (visitors.py: kept in the visitor store, applied to their own searches), and for everyone else
+    only once the operator approves it (`rlhelper questions review`), or at once on a server started
+    with `--learn-from-votes` (the bank's source "web"; never over the operator's own records).
+    Returns a note for the status line ("" when there is nothing to say)."""
     position = index[0] if isinstance(index, list | tuple) else index
     turn = (session or {}).get("answers", {}).get(int(position)) if position is not None else None
     taught = turn.get("learn") if turn else None
-    if bank is None or not taught:
+    if visitors is None or not taught:
         return ""
-    vote = vote_of(liked)
+    visitor = (session or {}).get("visitor")
+    if not visitor:
+        return Phrase("vote.no_visitor")
+    vote, question, entry = vote_of(liked), taught["question"], taught["entry"]
+    bank = helper.user_bank if learn_for_all else None
     try:
         if vote is None:
-            bank.forget(taught["question"], taught["entry"])
+            earlier = turn.pop("learned_vote", None)
+            visitors.bank.take_back(visitor, question, entry)
+            if bank is not None and earlier and not visitors.bank.others_hold(visitor, question, entry, earlier):
+                bank.forget(question, entry, source="web", vote=earlier)
             return ""
-        bank.add(taught["question"], taught["entry"], vote, "web")
+        visitors.bank.record(visitor, address, question, entry, vote, turn.get("filters") or "")
+        turn["learned_vote"] = vote
+        if bank is not None:
+            bank.add(question, entry, vote, "web", keep=OPERATOR_SOURCES)
     except RlhelperError as err:
         log.warning("the vote was not learned: %s", err)
         return Phrase("vote.not_learned", reason=str(err))
-    heading = taught["entry"].get("heading") or "this entry"
-    return Phrase("vote.leads" if vote > 0 else "vote.not_lead", heading=heading)
+    finally:
+        visitors.changed(visitor)
+    heading = entry.get("heading") or "this entry"
+    whom = "all" if bank is not None else "you"  # for everyone, or for the voter until the operator approves it
+    return Phrase(f"vote.{'leads' if vote > 0 else 'not_lead'}_for_{whom}", heading=heading)
 
 
 def add_comment(store: FeedbackStore, session: dict | None, comment: str,

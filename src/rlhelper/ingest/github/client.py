@@ -8,15 +8,24 @@ Standard library only (urllib), so `pip install .` pulls no HTTP client for it.
   is waited out when the reset is near (`max_wait` seconds, with a message), else
   `RateLimited` is raised with the reset time: the caller saves its resume point.
 * 5xx answers and connection failures are retried with exponential backoff.
-* Each answer is read up to `max_bytes`; every request has a timeout.
+* Each answer is read up to `max_bytes`. `timeout` is a total deadline per request (connecting,
+  the headers and the body together): urllib's own timeout bounds each socket read only, so a
+  server sending a byte every few seconds held a request for minutes. A watchdog shuts the
+  socket down when the time is up; the request then counts as failed (and is retried).
+* A listing follows at most `max_pages` pages, and never a page it already read: an endless
+  `rel="next"` stops with PageCapReached (fetch.py saves its resume point and says so).
 * The token goes in the Authorization header only. Error messages name the URL's
   path and the status, never a header, and are passed through `redact` anyway.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import re
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -28,12 +37,21 @@ from ...errors import GitHubError
 from ...version import __version__
 
 DEFAULT_API_URL = "https://api.github.com"
-TIMEOUT = 30.0
+TIMEOUT = 30.0  # seconds, in all, for one request
+MAX_PAGES = 500  # of one listing in one run: 50,000 issues at 100 a page
 MAX_BYTES = 20_000_000  # one page of 100 issues with long bodies stays far below
 MAX_WAIT = 90.0  # seconds of rate-limit wait done in place; longer stops with a resume point
 RETRIES = 3
 BACKOFF = 1.0  # seconds before the first retry, doubled each time
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+
+
+class PageCapReached(GitHubError):
+    """A listing went on past `max_pages`, or its next link led back to a page already read."""
+
+
+class DeadlineExceeded(OSError):
+    """A request took longer than its total deadline."""
 
 
 class RateLimited(GitHubError):
@@ -55,6 +73,7 @@ class GitHubClient:
     base_url: str = DEFAULT_API_URL
     token: str | None = field(default=None, repr=False)
     timeout: float = TIMEOUT
+    max_pages: int = MAX_PAGES
     max_bytes: int = MAX_BYTES
     max_wait: float = MAX_WAIT
     retries: int = RETRIES
@@ -70,7 +89,9 @@ class GitHubClient:
             raise GitHubError(f"The GitHub API URL {self.base_url!r} is not an http(s) URL: set GITHUB_API_URL or "
                               "--github-api-url to e.g. https://api.github.com or https://HOST/api/v3.")
         self._origin = (parts.scheme, parts.netloc)
-        self._opener = urllib.request.build_opener(_SameOriginRedirects(self._origin))
+        self._sockets: list[socket.socket] = []  # of the request being made, for its watchdog
+        self._opener = urllib.request.build_opener(_SameOriginRedirects(self._origin), _WatchedHTTP(self._sockets),
+                                                   _WatchedHTTPS(self._sockets))
 
     def redact(self, text: str) -> str:
         return text.replace(self.token, "[token]") if self.token else text
@@ -79,10 +100,20 @@ class GitHubClient:
         query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v not in (None, "")})
         return f"{self.base_url}/{path.lstrip('/')}" + (f"?{query}" if query else "")
 
-    def pages(self, path: str, params: dict | None = None) -> Iterator[Page]:
-        """Every page of a list endpoint, following its Link headers."""
+    def pages(self, path: str, params: dict | None = None, max_pages: int | None = None) -> Iterator[Page]:
+        """Every page of a list endpoint, following its Link headers: at most `max_pages` (default
+        self.max_pages), never one twice; PageCapReached when the list goes on past that."""
         url: str | None = self.url(path, params)
+        limit = self.max_pages if max_pages is None else max_pages
+        seen: set[str] = set()
         while url:
+            if url in seen:
+                raise PageCapReached(f"the next link of {_shown(url).split('?')[0]} led back to a page already "
+                                     "read; the listing stops there")
+            if len(seen) >= limit:
+                raise PageCapReached(f"{_shown(url).split('?')[0]} goes on past {limit:,} pages, the most one "
+                                     "run reads")
+            seen.add(url)
             page = self.get(url)
             yield page
             url = page.next_url
@@ -95,17 +126,22 @@ class GitHubClient:
             attempt += 1
             try:
                 status, headers, body = self._request(url)
-            except OSError as exc:  # refused, reset, timed out, DNS
+            except OSError as exc:  # refused, reset, timed out, DNS, past its deadline
+                late = isinstance(exc, DeadlineExceeded)
                 if attempt > self.retries:
-                    raise GitHubError(self.redact(f"cannot reach {_shown(url)}: {exc}; check the network or "
+                    why = f"no whole answer within {self.timeout:g} s" if late else str(exc)
+                    raise GitHubError(self.redact(f"cannot reach {_shown(url)}: {why}; check the network or "
                                                   "GITHUB_API_URL, then run the same command again")) from None
-                self._back_off(attempt, f"cannot reach {_shown(url)} ({type(exc).__name__})")
+                why = f"no whole answer within {self.timeout:g} s" if late else type(exc).__name__
+                self._back_off(attempt, f"cannot reach {_shown(url)} ({why})")
                 continue
             if status < 300:
                 try:
                     data = json.loads(body)
                 except ValueError:
                     raise GitHubError(f"{_shown(url)} answered something that is not JSON") from None
+                except RecursionError:
+                    raise GitHubError(f"{_shown(url)} answered JSON nested too deeply to be GitHub's") from None
                 return Page(data, self._next(headers.get("link")))
             wait = _rate_limit_wait(status, headers)
             if wait is not None:
@@ -125,12 +161,37 @@ class GitHubClient:
         })
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
+        expired = threading.Event()
+
+        def expire() -> None:  # wakes a read blocked on the socket: it then ends at once
+            expired.set()
+            for sock in list(self._sockets):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        watchdog = threading.Timer(self.timeout, expire)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
-                return response.status, _lower(response.headers), _read_bounded(response, self.max_bytes, url)
+                answer = response.status, _lower(response.headers), _read_bounded(response, self.max_bytes, url)
         except urllib.error.HTTPError as exc:
             with exc:
-                return exc.code, _lower(exc.headers), _read_bounded(exc, 65_536, url, cut=True)
+                answer = exc.code, _lower(exc.headers), _read_bounded(exc, 65_536, url, cut=True)
+        except (OSError, http.client.HTTPException) as exc:
+            if expired.is_set():
+                raise DeadlineExceeded(f"no answer within {self.timeout:g} s") from None
+            raise exc if isinstance(exc, OSError) else OSError(str(exc)) from None
+        finally:
+            watchdog.cancel()
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
+        if expired.is_set():  # the body may have been cut short without an error
+            raise DeadlineExceeded(f"no answer within {self.timeout:g} s")
+        return answer
 
     def _next(self, link: str | None) -> str | None:
         match = _NEXT.search(link or "")
@@ -160,6 +221,51 @@ class GitHubClient:
         delay = self.backoff * 2 ** (attempt - 1)
         self.notify(f"{why}: retrying in {delay:.0f} s ({attempt}/{self.retries})")
         self.sleep(delay)
+
+
+class _Watched:
+    """A connection whose socket the request's watchdog can shut down from the moment it is
+    connected, TLS handshake included: it holds a duplicate of the socket's descriptor (shutting
+    one down shuts the socket down), as the TLS wrapper takes the original over."""
+
+    def __init__(self, *args, sockets: list, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._sockets = sockets
+        create = self._create_connection
+
+        def watched(*args, **kwargs):
+            sock = create(*args, **kwargs)
+            self._sockets.append(socket.socket(fileno=os.dup(sock.fileno())))
+            return sock
+
+        self._create_connection = watched
+
+
+class _WatchedConnection(_Watched, http.client.HTTPConnection):
+    pass
+
+
+class _WatchedSecureConnection(_Watched, http.client.HTTPSConnection):
+    pass
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, sockets: list):
+        super().__init__()
+        self.sockets = sockets
+
+    def http_open(self, req):
+        return self.do_open(lambda *a, **kw: _WatchedConnection(*a, sockets=self.sockets, **kw), req)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, sockets: list):
+        super().__init__()
+        self.sockets = sockets
+
+    def https_open(self, req):
+        return self.do_open(lambda *a, **kw: _WatchedSecureConnection(*a, sockets=self.sockets, **kw), req,
+                            context=self._context)
 
 
 class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
@@ -210,7 +316,7 @@ def _rate_limit_wait(status: int, headers: dict) -> float | None:
 def _failure(status: int, url: str, body: bytes) -> str:
     try:
         message = str(json.loads(body).get("message", ""))[:200]
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         message = ""
     shown = f"{_shown(url)} answered {status}" + (f" ({message})" if message else "")
     if status == 401:

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from ...errors import GitHubError
-from .shapes import from_api_issue, from_gh_issue, html_base, is_pull_request
+from .shapes import from_api_issue, from_gh_issue, html_base, is_pull_request, issue_number
 
 MAX_EXPORT_BYTES = 1_000_000_000
 
@@ -26,22 +26,25 @@ def read_exports(paths: list[Path], repo: str) -> tuple[list[dict], list[str]]:
     """Thread records of `repo` from export files, and notes about what was left out."""
     gh, api, comments = [], [], {}
     notes: list[str] = []
+    unnumbered = 0
     for path in paths:
         for item in _items(Path(path)):
             if "issue_url" in item and "number" not in item:
                 number = str(item.get("issue_url", "")).rstrip("/").rpartition("/")[2]
-                if number.isdigit():
+                if number.isdigit() and issue_number(int(number)) is not None:
                     comments.setdefault(int(number), []).append(item)
+            elif issue_number(item.get("number")) is None:
+                unnumbered += 1  # no issue without its number: a hand-edited or foreign file
             elif "html_url" in item or "user" in item:
                 api.append(item)
-            elif "number" in item:
+            else:
                 gh.append(item)
     threads, other, pulls = [], 0, 0
     for item in api:
         if is_pull_request(item):
             pulls += 1
         elif _of_repo(str(item.get("html_url") or ""), repo):
-            threads.append(from_api_issue(repo, item, comments.get(int(item["number"]), [])))
+            threads.append(from_api_issue(repo, item, comments.get(issue_number(item["number"]), [])))
         else:
             other += 1
     for item in gh:
@@ -49,6 +52,8 @@ def read_exports(paths: list[Path], repo: str) -> tuple[list[dict], list[str]]:
             threads.append(from_gh_issue(repo, item))
         else:
             other += 1
+    if unnumbered:
+        notes.append(f"{unnumbered} item(s) without a valid issue number (a positive whole number) left out")
     if other:
         notes.append(f"{other} issue(s) of another repository than {repo} left out")
     if pulls:
@@ -83,6 +88,9 @@ def _items(path: Path) -> list[dict]:
             value, at = decoder.raw_decode(text, at)
         except ValueError as exc:
             raise GitHubError(f"{path}: not a JSON export ({exc}); see docs/github.md for the commands") from None
+        except RecursionError:
+            raise GitHubError(f"{path}: JSON nested too deeply to be an export; see docs/github.md for the "
+                              "commands") from None
         items += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, dict)]
     if not items:
         raise GitHubError(f"{path}: holds no issues; see docs/github.md for the export commands")

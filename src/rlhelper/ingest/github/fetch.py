@@ -6,8 +6,11 @@ Incremental by `updated_at`: issues are listed oldest change first (sort=updated
 direction=asc) from the `since` the last complete sync saved, so a second run fetches
 only the issues changed since (a new comment, a reopening, an edit). After each page the
 store holds its threads and state.json the point to resume from, so a run stopped by
-the rate limit (the client raises RateLimited) or ^C loses at most one page. Open issues
-are listed too (state=all) but stored bare, so one reopened since leaves the index.
+the rate limit (the client raises RateLimited) or ^C loses at most one page. A run stores at
+most `max_threads` threads, and a listing is read for at most the client's `max_pages` pages:
+past either, the run stops after the page in hand, with its resume point saved, and says so
+(SyncReport.stopped). Open issues are listed too (state=all) but stored bare, so one reopened
+since leaves the index.
 
 Per closed issue: its comments (when it has any), and its events when it was closed as
 completed, for the commit that closed it. Pull requests are skipped.
@@ -19,11 +22,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from ...errors import GitHubError
-from .client import GitHubClient, RateLimited
-from .shapes import closing_commit, from_api_issue, is_pull_request
+from .client import GitHubClient, PageCapReached, RateLimited
+from .shapes import closing_commit, from_api_issue, is_pull_request, issue_number
 from .threads import MAX_COMMENTS, ThreadStore
 
 PER_PAGE = 100
+MAX_THREADS = 5_000  # stored in one run (each costs a request or two more: an hour of GitHub's rate limit)
 
 
 @dataclass
@@ -36,7 +40,7 @@ class SyncReport:
 
 
 def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | None = None,
-         labels: str | None = None) -> SyncReport:
+         labels: str | None = None, max_threads: int = MAX_THREADS) -> SyncReport:
     """Fetch what changed since the last sync (or since `since`, an ISO date) into `store`."""
     report = SyncReport()
     state = store.state()
@@ -52,7 +56,7 @@ def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | No
                 raise GitHubError(f"repos/{repo}/issues did not answer a list of issues")
             batch = []
             for item in page.data:
-                if not isinstance(item, dict) or "number" not in item:
+                if not isinstance(item, dict) or issue_number(item.get("number")) is None:
                     continue
                 if is_pull_request(item):
                     report.pull_requests += 1
@@ -63,6 +67,12 @@ def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | No
             report.fetched += [t["number"] for t in batch]
             if last:  # resume from here: `since` is inclusive, so nothing of this page is missed
                 _save_since(store, key, last)
+            if len(report.fetched) >= max_threads and page.next_url:
+                raise PageCapReached(f"{len(report.fetched):,} threads fetched, the most one run stores")
+    except PageCapReached as exc:
+        report.complete = False
+        report.stopped = (f"{exc}; what was fetched is saved: run the same command again to continue"
+                          + (f" from the issues updated since {last}" if last else ""))
     except (RateLimited, KeyboardInterrupt) as exc:
         report.complete = False
         report.stopped = str(exc) or "interrupted"
@@ -78,14 +88,18 @@ def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | No
 
 
 def _thread(repo: str, item: dict, client: GitHubClient) -> dict:
-    number = int(item["number"])
+    number = issue_number(item["number"])
     closed = str(item.get("state")).lower() == "closed"
     comments: list = []
     if closed and item.get("comments"):
-        for page in client.pages(f"repos/{repo}/issues/{number}/comments", {"per_page": PER_PAGE}):
-            comments += page.data if isinstance(page.data, list) else []
-            if len(comments) >= MAX_COMMENTS:
-                break
+        try:  # as many pages as MAX_COMMENTS fill, even if they come half empty
+            for page in client.pages(f"repos/{repo}/issues/{number}/comments", {"per_page": PER_PAGE},
+                                     max_pages=MAX_COMMENTS // PER_PAGE + 2):
+                comments += page.data if isinstance(page.data, list) else []
+                if len(comments) >= MAX_COMMENTS:
+                    break
+        except PageCapReached:
+            pass  # the comments read so far are the thread's
     closed_by = None
     if closed and item.get("state_reason") == "completed":
         events = client.get(client.url(f"repos/{repo}/issues/{number}/events", {"per_page": PER_PAGE})).data

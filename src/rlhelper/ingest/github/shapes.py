@@ -1,7 +1,8 @@
 """GitHub's JSON shapes -> thread records (threads.py): the REST API's, and `gh issue list --json`'s.
 
 Everything is read defensively: a missing or mistyped field becomes empty, never a crash,
-and every text is clipped (threads.MAX_TEXT) before it is stored.
+and every text is clipped (threads.MAX_TEXT) before it is stored. An item without a valid
+issue number (`issue_number`) is not a thread: callers leave it out and say how many.
 """
 
 from __future__ import annotations
@@ -11,6 +12,30 @@ from .threads import MAX_COMMENTS, clip
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+MAX_NUMBER = 2**31  # GitHub's issue numbers are far below
+
+
+def issue_number(value) -> int | None:
+    """A positive whole issue number, or None: an export or a server may hold anything there (a
+    string, a fraction, infinity, a list)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and 0 < value < MAX_NUMBER else None
+
+
+def _number(item: dict) -> int:
+    number = issue_number(item.get("number"))
+    if number is None:
+        raise ValueError("not an issue: no valid number")
+    return number
 
 
 def _login(user) -> str:
@@ -30,8 +55,9 @@ def html_base(issue_url: str) -> str:
 
 def _comment(item: dict, *, url: str, author: str, association: str, created_at: str) -> dict:
     """A comment in the store's shape; the keyword arguments name the source's keys."""
+    cid = item.get("id")
     return {
-        "id": item.get("id"),
+        "id": cid if isinstance(cid, int | str) and not isinstance(cid, bool) and len(str(cid)) <= 100 else None,
         "url": _text(item.get(url)),
         "author": _login(item.get(author)),
         "association": _text(item.get(association)).upper(),
@@ -46,16 +72,16 @@ def from_api_comment(item: dict) -> dict:
 
 def from_api_issue(repo: str, item: dict, comments: list[dict], closed_by: dict | None = None) -> dict:
     """A thread from an issue object of GET /repos/{repo}/issues and its comments (API shape)."""
-    labels = [label.get("name") if isinstance(label, dict) else label for label in item.get("labels") or []]
+    labels = [label.get("name") if isinstance(label, dict) else label for label in _list(item.get("labels"))]
     return {
         "repo": repo,
-        "number": int(item["number"]),
+        "number": _number(item),
         "title": clip(item.get("title"), 1000),
         "body": clip(item.get("body")),
         "url": _text(item.get("html_url")),
         "state": _text(item.get("state")).lower(),
         "state_reason": _text(item.get("state_reason")).lower() or None,
-        "labels": [str(name) for name in labels if name],
+        "labels": [name for name in labels if isinstance(name, str) and name][:100],
         "created_at": _text(item.get("created_at")),
         "updated_at": _text(item.get("updated_at")),
         "closed_at": _text(item.get("closed_at")) or None,
@@ -68,7 +94,7 @@ def from_api_issue(repo: str, item: dict, comments: list[dict], closed_by: dict 
 
 def closing_commit(events: list, issue_url: str) -> dict | None:
     """The commit that closed the issue, from its events (GET .../issues/{n}/events)."""
-    for event in reversed(events):
+    for event in reversed(_list(events)):
         if isinstance(event, dict) and event.get("event") == "closed" and isinstance(event.get("commit_id"), str):
             sha = event["commit_id"]
             base = html_base(issue_url)
@@ -80,21 +106,23 @@ def from_gh_issue(repo: str, item: dict) -> dict:
     """A thread from one object of `gh issue list --json number,title,body,comments,...`."""
     url = _text(item.get("url"))
     comments = [_comment(c, url="url", author="author", association="authorAssociation", created_at="createdAt")
-                for c in (item.get("comments") or [])[:MAX_COMMENTS] if isinstance(c, dict)]
+                for c in _list(item.get("comments"))[:MAX_COMMENTS] if isinstance(c, dict)]
     closed_by = None
-    for pr in item.get("closedByPullRequestsReferences") or []:
-        if isinstance(pr, dict) and pr.get("number"):
-            closed_by = {"ref": f"#{int(pr['number'])}", "url": _text(pr.get("url")) or None}
+    for pr in _list(item.get("closedByPullRequestsReferences")):
+        pr_number = issue_number(pr.get("number")) if isinstance(pr, dict) else None
+        if pr_number is not None:
+            closed_by = {"ref": f"#{pr_number}", "url": _text(pr.get("url")) or None}
     state = _text(item.get("state")).lower()
     return {
         "repo": repo,
-        "number": int(item["number"]),
+        "number": _number(item),
         "title": clip(item.get("title"), 1000),
         "body": clip(item.get("body")),
         "url": url,
         "state": "closed" if state == "closed" or item.get("closed") is True else state,
         "state_reason": _text(item.get("stateReason")).lower() or None,
-        "labels": [str(lb.get("name")) for lb in item.get("labels") or [] if isinstance(lb, dict) and lb.get("name")],
+        "labels": [lb["name"] for lb in _list(item.get("labels"))
+                   if isinstance(lb, dict) and isinstance(lb.get("name"), str) and lb["name"]][:100],
         "created_at": _text(item.get("createdAt")),
         "updated_at": _text(item.get("updatedAt")),
         "closed_at": _text(item.get("closedAt")) or None,

@@ -7,6 +7,9 @@
 Where the API is: `api_url`, else GITHUB_API_URL, else https://api.github.com.
 The token: the variable `token_env` names (an error when it is not set), else
 GITHUB_TOKEN when set, else none (GitHub allows 60 requests an hour without one).
+The bounds of a run (client.py, fetch.py): RLHELPER_GITHUB_TIMEOUT (seconds, in all, per request;
+30), RLHELPER_GITHUB_MAX_PAGES (of one listing; 500), RLHELPER_GITHUB_MAX_THREADS (stored; 5,000),
+or the same names in the config file.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ... import config
 from ...errors import GitHubError
-from .client import DEFAULT_API_URL, GitHubClient
+from .client import DEFAULT_API_URL, MAX_PAGES, TIMEOUT, GitHubClient
 from .export import read_exports
-from .fetch import iso_time, sync
+from .fetch import MAX_THREADS, iso_time, sync
 from .threads import ThreadStore, check_repo
 
 DEFAULT_TOKEN_ENV = "GITHUB_TOKEN"
@@ -60,12 +64,28 @@ def update_threads(repo: str, *, exports: list[Path] | tuple = (), since: str | 
     token = api_token(token_env)
     if token is None:
         update.notes.append("no GITHUB_TOKEN: GitHub allows 60 requests an hour without one")
-    client = GitHubClient(api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL, token, notify=notify)
-    report = sync(store.repo, store, client, since=since, labels=labels)
+    client = GitHubClient(api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL, token, notify=notify,
+                          timeout=_bound("github_timeout", TIMEOUT, float),
+                          max_pages=_bound("github_max_pages", MAX_PAGES, int))
+    report = sync(store.repo, store, client, since=since, labels=labels,
+                  max_threads=_bound("github_max_threads", MAX_THREADS, int))
     update.fetched, update.requests, update.stopped = len(report.fetched), report.requests, report.stopped
     if report.pull_requests:
         update.notes.append(f"{report.pull_requests} pull request(s) listed by the issues endpoint skipped")
     return update
+
+
+def _bound(name: str, default, kind):
+    """A positive number from RLHELPER_<NAME> or the config file, else `default`."""
+    value = config.setting(name, default=default)
+    try:
+        number = kind(value)
+        if not 0 < number < 1e9:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise GitHubError(f"RLHELPER_{name.upper()}={value!r} is not a positive {'whole ' if kind is int else ''}"
+                          f"number (the default is {default:g})") from None
+    return number
 
 
 def _wanted(thread: dict, since: str | None, labels: str | None) -> bool:
