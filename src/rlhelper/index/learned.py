@@ -492,16 +492,34 @@ class LiveLearned:
         self._learned = Learned.of(self.index.questions, seg.snapshot())
 
     def _row(self, record) -> int | None:
-        """The row of the record's entry in this index (by key, then by entry id), or None."""
         if self._sections is None:
             self._sections = section_rows(self.index.entries)
-        row = self._sections.get((record.collection, record.doc, record.heading))
-        if row is None and record.entry_id:
-            try:
-                row = self.index.row_of(record.entry_id)
-            except KeyError:
-                row = None
-        return row
+        return record_row(record, self._sections, self.index)
+
+
+def record_row(record, sections: dict, index) -> int | None:
+    """The row of a record's entry in `index` (by section key, then by entry id), or None."""
+    row = sections.get((record.collection, record.doc, record.heading))
+    if row is None and record.entry_id:
+        try:
+            row = index.row_of(record.entry_id)
+        except KeyError:
+            row = None
+    return row
+
+
+def learned_from(records: list, index, embed: Callable[[list[str]], np.ndarray], *, dim: int) -> Learned:
+    """A few records held in memory, searched as a bank is (a web visitor's own votes: web/visitors.py);
+    no journal and no files."""
+    shipped = index.questions
+    avgdl = float(shipped.bm25.doc_lengths.mean()) if shipped is not None and len(shipped) else 0.0
+    segment = LearnedSegment(dim, avgdl if avgdl > 0 else DEFAULT_AVGDL)
+    sections = section_rows(index.entries)
+    placed = [(r.key, row, r.text, r.vote) for r in records if (row := record_row(r, sections, index)) is not None]
+    if placed:
+        vectors = np.asarray(embed([text for _, _, text, _ in placed]), dtype=np.float32)
+        segment.add(placed, vectors, np.ones(len(placed), dtype=bool))
+    return Learned.of(shipped, segment.snapshot())
 
 
 def _same(held, record) -> bool:

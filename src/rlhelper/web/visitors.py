@@ -3,7 +3,7 @@
     visitors = Visitors(helper, VisitorBank(...), key)
     token = visitors.mint(address)           # a new visitor's id, signed; None past the minting limit
     visitor = visitors.verify(token)         # the id, or None for a forged or damaged token
-    own = visitors.own_votes(visitor)        # questions.Learned for Helper.ask(own_votes=...), or None
+    own = visitors.own_votes(visitor)        # learned.Learned for Helper.ask(own_votes=...), or None
 
 A visitor is a browser: the page keeps a signed id in the browser's storage (gr.BrowserState) and
 sends it back on load, so their votes follow them across reloads and server restarts; with
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..index import questions
+from ..index import learned
 from ..index.visitorbank import VisitorBank
 from ..measure.feedback import WriteLimiter
 
@@ -73,7 +73,7 @@ class Visitors:
         """`helper`: a Helper, or an api.LiveHelper whose current index a vote is keyed to."""
         self._helper, self.bank, self._key = helper, bank, key
         self._mints = WriteLimiter(mints_per_hour, clock=clock, window=3600.0)
-        self._own: OrderedDict[tuple[str, int], questions.Learned] = OrderedDict()
+        self._own: OrderedDict[tuple[str, int], learned.Learned] = OrderedDict()
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -118,7 +118,7 @@ class Visitors:
             for key in [k for k in self._own if k[0] == visitor]:
                 del self._own[key]
 
-    def own_votes(self, visitor: str | None) -> questions.Learned | None:
+    def own_votes(self, visitor: str | None) -> learned.Learned | None:
         """`visitor`'s votes keyed to the index's rows, for Helper.ask(own_votes=...); None without any."""
         if not visitor:
             return None
@@ -129,7 +129,7 @@ class Visitors:
                 self._own.move_to_end(key)
                 return self._own[key]
         records = self.bank.votes_of(visitor)
-        own = questions.learned(records, None, index.entries, index.row_of, self._vectors_of) if records else None
+        own = learned.learned_from(records, index, self._vectors_of, dim=index.dim) if records else None
         with self._lock:
             self._own[key] = own
             while len(self._own) > CACHED_VISITORS:
