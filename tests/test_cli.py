@@ -95,7 +95,8 @@ def test_ask_prints_the_answer_and_numbered_sources(seeds_index, via):
     assert first[0] == f"[1] {SKYRL_TITLE} › {WAKE_UP_HEADING}"
     assert first[1] == "    ai-blaise/SkyRL · skyrl-train/docs/TROUBLESHOOTING.md  (Seed guides: troubleshooting pages " \
                        "gathered from community repositories and captures)"
-    assert re.match(r"^    file 000_17cc8c75aeb7db0e\.txt:\d+-\d+  https://github\.com/\S+#error-runtimeerror-wake_up", first[2])
+    assert re.match(rf"^    “{re.escape(SKYRL_TITLE)}”, lines \d+–\d+  https://github\.com/\S+#error-runtimeerror-wake_up",
+                    first[2])  # a seed by its title, not its storage name (issue 29, point 3)
     # the runners-up the answer does not quote, as in the web chat
     others = re.findall(r"^ ?\d+\. (.+?)  \[\w+/(?:en|zh)\] ", related, re.MULTILINE)
     assert others and WAKE_UP_HEADING not in others
@@ -130,7 +131,7 @@ def test_ask_without_a_matching_entry_abstains_and_lists_related(seeds_index, vi
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("No matching entry in the docs for this query.")
     assert "Related (may not answer it):" in done.stdout and "Sources:" not in done.stdout
-    assert re.search(r"^ 1\. .+  \[\w+/(en|zh)\] \S+:\d+-\d+$", done.stdout, re.MULTILINE)
+    assert re.search(r"^ 1\. .+  \[\w+/(en|zh)\] .+, lines \d+–\d+$", done.stdout, re.MULTILINE)
 
 
 # -- --json --------------------------------------------------------------------------------------
@@ -563,7 +564,7 @@ def test_llm_answer_streams_to_the_terminal_as_it_is_written(serve, seeds_index)
     assert answer == GROUNDED + "\n"
     [first, upstream, location] = sources.splitlines()
     assert first == f"[1] {SKYRL_TITLE} › {WAKE_UP_HEADING}"
-    assert upstream.startswith("    ai-blaise/SkyRL · ") and location.startswith("    file 000_17cc8c75aeb7db0e.txt:")
+    assert upstream.startswith("    ai-blaise/SkyRL · ") and location.startswith(f"    “{SKYRL_TITLE}”, lines ")
     notes = err.decode().splitlines()
     assert notes == ["note: Written by the LLM 'stub-model' from the numbered sources; check commands against them."]
     [request] = stub.requests
