@@ -1,6 +1,6 @@
 """Closed GitHub issues as a source, end to end: `rlhelper ingest --github` against a fake API on
 127.0.0.1 (tests/github_fake.py) into a real index beside the seeds, then `rlhelper ask` finds the
-thread and cites it as a reported issue, with the maintainer's reply and its link."""
+thread and cites it as a reported issue, with the maintainer's fix and its link."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_ingest_fetches_and_indexes_only_answered_closed_issues(synced):
     first = synced["first"]
     assert first.returncode == 0, first.stderr[-2000:]
     assert "fetched 5 changed since the last sync" in first.stderr
-    assert "2 closed issue(s) of acme/widgetrl with no maintainer reply" in first.stderr
+    assert "2 closed issue(s) of acme/widgetrl with no fix in the thread" in first.stderr
     assert "2 documents indexed (2 new or changed" in first.stdout
 
     from rlhelper.index.store import Index
@@ -68,7 +68,8 @@ def test_a_second_ingest_fetches_only_the_issue_list(synced):
     second = synced["second"]
     assert second.returncode == 0, second.stderr[-2000:]
     assert "fetched 0 changed" in second.stderr and "0 new or changed" in second.stdout
-    assert [r.split("?")[0] for r in synced["second_requests"]] == [f"/repos/{REPO}/issues"]
+    # The repository (is it renamed?), then one page of the issue list.
+    assert [r.split("?")[0] for r in synced["second_requests"]] == [f"/repos/{REPO}", f"/repos/{REPO}/issues"]
 
 
 def test_info_does_not_take_the_threads_for_a_missing_folder(synced):
@@ -94,7 +95,7 @@ def test_the_token_is_in_no_output_and_no_file(synced):
 def test_ask_cites_the_thread_as_a_reported_issue_with_the_reply_and_its_link(synced):
     shown = _ask(synced, ZORBLE).stdout
     assert "Reported issue widgetrl#1, closed 2025-03 (fixed by 0123456)" in shown
-    assert "Maintainer's reply" in shown and f"{HTML}/issues/1#issuecomment-102" in shown
+    assert "Maintainer's fix" in shown and f"{HTML}/issues/1#issuecomment-102" in shown
     assert "io.verify_shards=lazy" in shown
     assert "matched: ZorbleChecksumError" not in shown  # the title, found as a question, is the heading
     assert "This issue is stale" not in shown and "Same here" not in shown  # a bot's and a user's comments
@@ -103,7 +104,7 @@ def test_ask_cites_the_thread_as_a_reported_issue_with_the_reply_and_its_link(sy
     assert not answer["abstained"]
     assert answer["citations"][0]["kind"] == "issue" and answer["hits"][0]["kind"] == "issue"
     assert answer["citations"][0]["url"] == f"{HTML}/issues/1"
-    assert [p["kind"] for p in answer["parts"]] == ["symptom", "reply"]
+    assert [p["kind"] for p in answer["parts"]] == ["symptom", "maintainer_fix"]
 
 
 def test_the_collection_filter_selects_the_threads(synced):
@@ -147,7 +148,7 @@ def test_the_web_chat_filters_on_the_threads_and_escapes_them(synced, usem3_cach
         helper, {}, "FlimflamOverflowError: gizmo buffer overflow in flimflam_kernel", [], "", COLLECTION, "")
     *_, (final, _session) = respond(helper, message, history, framework or None, collection, None, llm)
     page = final[-1]["content"]
-    assert "Reported issue widgetrl#4, closed 2025-03" in page and "Maintainer&#x27;s reply" in page
+    assert "Reported issue widgetrl#4, closed 2025-03" in page and "Maintainer&#x27;s fix" in page
     assert f"{HTML}/issues/4#issuecomment-401" in page
     assert "<script" not in page and "<img" not in page and 'href="javascript' not in page
 
@@ -203,7 +204,7 @@ def test_a_rate_limit_stops_the_cli_cleanly_and_the_same_command_resumes(synced,
     command = ["ingest", "--github", REPO, "--github-token-env", "MY_GH_TOKEN", "--index", str(index)]
     with FakeGitHub() as fake:
         env["GITHUB_API_URL"] = fake.url
-        fake.faults[6] = ("rate", 3600)  # the second page of the issue list
+        fake.faults[8] = ("rate", 3600)  # the second page of the issue list (after the repository, page 1, ...)
         stopped = rlhelper(command, env)
         assert stopped.returncode == 0, stopped.stderr[-2000:]
         assert "stopped early" in stopped.stderr and "run the same command again" in stopped.stderr

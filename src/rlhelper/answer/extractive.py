@@ -32,7 +32,14 @@ LABEL_KINDS = {
         "solution", "solutions", "fix", "fixes", "修复", "解决方案", "临时解决方案",
         "debug", "排查步骤", "causes & solutions", "workaround",
     ),
-    "reply": ("maintainer's reply",),  # a GitHub thread's (github/entries.py)
+    # A GitHub thread's parts (ingest/github/entries.py): who gave the fix, or what closed the issue.
+    "reply": ("maintainer's reply",),
+    "maintainer_fix": ("maintainer's fix",),
+    "reporter_fix": ("reporter's fix",),
+    "user_fix": ("fix from another user",),
+    "report_fix": ("workaround in the report",),
+    "pull": ("fixed by pull request",),
+    "duplicates": ("also reported as",),
 }
 _KIND_OF_LABEL = {label: kind for kind, labels in LABEL_KINDS.items() for label in labels}
 
@@ -44,9 +51,15 @@ TIE_RATIO = 0.99
 MAX_CITED = 2
 WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
                      "often score as high; check that it fits your case.")
-KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
+KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply",
+               "maintainer_fix": "Maintainer's fix", "reporter_fix": "Reporter's fix",
+               "user_fix": "Fix from another user", "report_fix": "Workaround in the report",
+               "pull": "Fixed by pull request", "duplicates": "Also reported as", "text": ""}
 # A question asked in Chinese is answered with Chinese labels (the quoted doc text stays as written).
-KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复", "text": ""}
+KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复",
+                  "maintainer_fix": "维护者给出的解决方法", "reporter_fix": "报告者自己的解决方法",
+                  "user_fix": "其他用户给出的解决方法", "report_fix": "报告中的临时解决方法",
+                  "pull": "修复它的拉取请求", "duplicates": "重复的报告", "text": ""}
 # Training frameworks as their docs spell them; frameworks.detect_frameworks keys them in lower case.
 FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
 NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)

@@ -320,7 +320,10 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
     """The document as it should be indexed, or its previous state (or None) when it cannot be read."""
     key = (source.collection, source.doc)
     try:
-        text = source.text if source.text is not None else read_document(source.path)
+        if source.text is not None:
+            text = source.text
+        else:
+            text = source.read() if source.read is not None else read_document(source.path)
     except DocumentError as exc:
         report.failed.append((str(source.path), _reason(exc, source.path)))
         return old

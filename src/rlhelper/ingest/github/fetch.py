@@ -10,7 +10,8 @@ the rate limit (the client raises RateLimited) or ^C loses at most one page. Ope
 are listed too (state=all) but stored bare, so one reopened since leaves the index.
 
 Per closed issue: its comments (when it has any), and its events when it was closed as
-completed, for the commit that closed it. Pull requests are skipped.
+completed, for the commit that closed it and the pull request that commit came from
+(closing.py). Pull requests are skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from datetime import UTC, datetime, timedelta
 
 from ...errors import GitHubError
 from .client import GitHubClient, RateLimited
-from .shapes import closing_commit, from_api_issue, is_pull_request
+from .closing import closing_change
+from .shapes import from_api_issue, is_pull_request
 from .threads import MAX_COMMENTS, ThreadStore
 
 PER_PAGE = 100
@@ -86,10 +88,7 @@ def _thread(repo: str, item: dict, client: GitHubClient) -> dict:
             comments += page.data if isinstance(page.data, list) else []
             if len(comments) >= MAX_COMMENTS:
                 break
-    closed_by = None
-    if closed and item.get("state_reason") == "completed":
-        events = client.get(client.url(f"repos/{repo}/issues/{number}/events", {"per_page": PER_PAGE})).data
-        closed_by = closing_commit(events if isinstance(events, list) else [], str(item.get("html_url") or ""))
+    closed_by = closing_change(repo, item, client) if closed and item.get("state_reason") == "completed" else None
     return from_api_issue(repo, item, comments, closed_by)
 
 
