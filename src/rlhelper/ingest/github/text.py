@@ -178,7 +178,9 @@ def split_body(text: str) -> Body:
                 blocks.append(Block(block_kind("\n".join(current)), "\n".join(current)))
                 current = None
             continue
-        if details and current is not None and not _SUMMARY.search(line):
+        if details and _SUMMARY.search(line):
+            continue  # a folded block's label ("Environment", "log"): no words of the problem
+        if details and current is not None:
             current.append(line)
         else:
             prose.append(line)
