@@ -11,6 +11,13 @@ Only the best entry is quoted. A runner-up is cited too only when it ties
 (fused score within 1 %): a close second is mostly a wrong fix, so quoting it
 would pad the answer (the figures: eval/DECISIONS.md). The runners-up stay in
 `Answer.hits`, which the CLI and the web chat list as related entries.
+
+One exception: when the best entry is a doc section and a reported issue's thread
+nearly ties with it (or the other way round), both are quoted, the docs first,
+each introduced as what it is ("The docs: …", "A reported issue with the same
+error, and how it was fixed: …"). The docs say what the project recommends;
+the thread shows the same error met and fixed, which a doc entry that only
+shares the error's words cannot.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import textwrap
 from collections.abc import Iterable
 
 from ..schema import MAX_QUOTED_CHARS, Entry, Hit, title_trail
-from .language import ALSO_RELEVANT, language_of
+from .language import ALSO_RELEVANT, DOCS_LEAD, ISSUE_LEAD, language_of
 from .model import RELATED_SHOWN, Answer, AnswerPart, Citation
 
 # Label words seen in the shipped docs, grouped by what they introduce.
@@ -49,6 +56,10 @@ _LABEL_LINE = re.compile(r"^\*\*(?P<label>[^*\n]{1,30}?)\s*[:：]?\s*\*\*\s*[:�
 # Within this fraction of the best fused score, another entry ties and is quoted too.
 TIE_RATIO = 0.99
 MAX_CITED = 2
+# A doc entry and a thread both answer when the best of the other kind is within the top BOTH_WITHIN
+# and scores at least BOTH_RATIO of the best (eval/DECISIONS.md, "Docs and threads in one ranking").
+BOTH_RATIO = 0.8
+BOTH_WITHIN = 3
 WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
                      "often score as high; check that it fits your case.")
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply",
@@ -122,11 +133,38 @@ def citation_for(hit: Hit, number: int) -> Citation:
 
 
 def cited_hits(hits: list[Hit]) -> list[Hit]:
-    """The best hit, and a runner-up that ties with it."""
-    if not hits:
+    """The best hit, and a runner-up that ties with it, or the best of the other kind (doc or
+    thread) when it nearly ties: then the doc entry comes first."""
+    return [hits[i] for i in cited_positions([h.score for h in hits], [is_thread(h) for h in hits])]
+
+
+def is_thread(hit: Hit) -> bool:
+    return hit.entry.kind == "issue"
+
+
+def cited_positions(scores: list[float], threads: list[bool]) -> list[int]:
+    """cited_hits on a ranking's scores and kinds (also what measure/tradeoff.py simulates)."""
+    if not scores:
         return []
-    best = hits[0].score
-    return [h for h in hits[:MAX_CITED] if best <= 0 or h.score >= best * TIE_RATIO]
+    best = scores[0]
+    cited = [i for i in range(min(MAX_CITED, len(scores))) if best <= 0 or scores[i] >= best * TIE_RATIO]
+    companion = companion_position(scores, threads)
+    if companion is not None and companion not in cited:
+        cited = [cited[0], companion]
+    if len({threads[i] for i in cited}) == 2:
+        cited.sort(key=lambda i: threads[i])
+    return cited
+
+
+def companion_position(scores: list[float], threads: list[bool]) -> int | None:
+    """The best hit of the other kind than the first (a thread for a doc entry, a doc entry for a
+    thread) when it nearly ties with the first: both answer, each in its own way."""
+    if not scores or scores[0] <= 0:
+        return None
+    for i in range(1, min(BOTH_WITHIN, len(scores))):
+        if threads[i] != threads[0]:
+            return i if scores[i] >= scores[0] * BOTH_RATIO else None
+    return None
 
 
 def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit], indexed: Iterable[str]) -> str | None:
@@ -141,10 +179,13 @@ def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit],
     if len(wanted) != 1 or quoted.framework == wanted[0] or quoted.framework not in FRAMEWORK_NAMES:
         return None
     asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
+    # A thread is one user's case on another project's tracker: named as such, not as docs.
+    source = f"a reported issue of {found}'s tracker" if quoted.kind == "issue" else f"{found}'s docs"
+    this = "this fix" if quoted.kind == "issue" else "this entry"
     if wanted[0] not in set(indexed):
-        return (f"Your query is about {asked}, but this index holds no {asked} docs; this entry is from "
-                f"{found}'s docs: its settings and flags may not apply to {asked}.")
-    notice = (f"Your query is about {asked}, but this entry is from {found}'s docs: its settings and flags "
+        return (f"Your query is about {asked}, but this index holds no {asked} docs; {this} is from "
+                f"{source}: its settings and flags may not apply to {asked}.")
+    notice = (f"Your query is about {asked}, but {this} is from {source}: its settings and flags "
               f"may not apply to {asked}.")
     own = next((h.entry for h in related if h.entry.framework == wanted[0]), None)
     if own is not None:
@@ -176,13 +217,18 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation], lang: st
     """Markdown answer text with [n] markers after every block; labels in `lang` (en or zh)."""
     out: list[str] = []
     by_number = {c.number: c for c in citations}
+    both = len({c.kind == "issue" for c in citations}) == 2  # a doc entry and a thread: each named as what it is
     current = None
     for part in parts:
         if part.citation != current:
             current = part.citation
             c = by_number[current]
             trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
-            lead = "" if current == 1 else ALSO_RELEVANT.get(lang, ALSO_RELEVANT["en"])
+            if both:
+                leads = ISSUE_LEAD if c.kind == "issue" else DOCS_LEAD
+                lead = leads.get(lang, leads["en"])
+            else:
+                lead = "" if current == 1 else ALSO_RELEVANT.get(lang, ALSO_RELEVANT["en"])
             out.append(f"### {lead}{c.heading} [{current}]\n_{trail}_")
         title = (KIND_TITLES_ZH if lang == "zh" else KIND_TITLES)[part.kind]
         label = f"**{title}** [{part.citation}]\n\n" if title else ""
@@ -225,9 +271,10 @@ def build_answer(
         parts.extend(parts_for(hit, number))
     text = render_markdown(parts, citations, language_of(query))
     related = [h for h in hits if h not in cited][:RELATED_SHOWN]
-    mismatch = framework_notice(named_frameworks or {}, hits[0].entry, related, indexed_frameworks)
-    if mismatch:
-        notices.append(mismatch)
+    for hit in cited:  # each quoted entry: a doc entry and a thread may be of two projects
+        mismatch = framework_notice(named_frameworks or {}, hit.entry, related, indexed_frameworks)
+        if mismatch and mismatch not in notices:
+            notices.append(mismatch)
     if weak:
         notices.append(WEAK_MATCH_NOTICE)
     return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices, weak_match=weak)

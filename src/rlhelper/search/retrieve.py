@@ -16,7 +16,9 @@ rescues paraphrases and cross-lingual questions that share no word with the
 entry. A framework named
 by the query doubles its entries' scores: the docs' advice is framework
 specific (another framework's config keys do not apply), yet an entry of
-another framework that both retrievers rank far higher still wins.
+another framework that both retrievers rank far higher still wins. A
+reported issue's thread is fused like a doc entry, its score weighed by a
+trade-off fitted on dev items (tradeoff.py).
 
 Abstention needs a score that means the same thing from query to query; RRF
 scores do not (they only encode ranks). The confidence comes from
@@ -45,6 +47,7 @@ from .judge import Judge, rerank
 from .query import NormalizedQuery, is_binary, normalize_query
 from .ranking import AskedAs, QueryTerms, Ranking, section_key
 from .spelling import Corrector
+from .tradeoff import TradeoffModel, tradeoff_model
 
 MODES = ("hybrid", "lexical", "dense", "judge")  # judge: hybrid, then the trained judge's say (judge.py)
 CANDIDATES = 50  # depth taken from each retriever before fusion
@@ -52,10 +55,6 @@ LEXICAL_WEIGHT = 3.0  # RRF weight of BM25's ranking; the embedder's is 1
 RRF_K = 10
 FRAMEWORK_BOOST = 1.0  # at full hint strength, a hinted framework's entries score x2
 MAX_QUERY_BYTES = 1_000_000
-# A reported issue's thread (github/entries.py) scores x0.9: it ranks below a doc entry of the
-# same strength (the docs are the project's word; a thread is one user's case and its reply),
-# yet a thread that matches clearly better still leads.
-ISSUE_FACTOR = 0.9
 # The question bank (questions.py): entries ranked by their best question's BM25 are a third ranking
 # in the fusion, at this weight; the dense ranking scores an entry by the best cosine of its own text
 # and its questions (eval/README.md, "The question bank").
@@ -132,6 +131,11 @@ class Retriever:
         """Misspelt query words against this index's vocabulary (its lookup table is built on first need)."""
         return Corrector(self.index.bm25.vocabulary)
 
+    @property
+    def tradeoff(self) -> TradeoffModel:
+        """How a reported issue's thread counts against a doc entry (tradeoff.py: fitted on dev items)."""
+        return tradeoff_model()
+
     @cached_property
     def confidence_model(self) -> ConfidenceModel:
         """The abstention model calibrated for this index's embedder (read once)."""
@@ -172,13 +176,14 @@ class Retriever:
         ids, scores = self.index.dense_search(qvec, k, allowed=allowed)
         return [int(i) for i in ids], [float(s) for s in scores]
 
-    def framework_factors(self, hints: dict[str, float], ids) -> dict[int, float]:
-        """Score factors: a framework the query names (x2 at full strength), an issue thread (x0.9)."""
+    def framework_factors(self, hints: dict[str, float], ids, issue_factor: float = 1.0) -> dict[int, float]:
+        """Score factors: a framework the query names (x2 at full strength), an issue thread's trade-off."""
         frameworks, issues = self._columns["framework"], self._columns["issue"]
         factors = {i: 1.0 + FRAMEWORK_BOOST * hints.get(str(frameworks[i]), 0.0) for i in ids} if hints else {}
-        for i in ids:
-            if issues[i]:
-                factors[i] = factors.get(i, 1.0) * ISSUE_FACTOR
+        if issue_factor != 1.0:
+            for i in ids:
+                if issues[i]:
+                    factors[i] = factors.get(i, 1.0) * issue_factor
         return factors
 
     def search(
@@ -213,11 +218,13 @@ class Retriever:
         ]
         model = self.confidence_model
         confidence = model.confidence(signals) if signals is not None else 0.0
-        threshold = self.threshold if self.threshold is not None else model.threshold(mode)
+        kind = hits[0].entry.kind if hits else "doc"  # a thread at the top is judged against its own bands
+        threshold = self.threshold if self.threshold is not None else model.threshold(mode, kind)
         abstained = not hits or confidence < threshold
-        weak = not abstained and model.weak(confidence, mode)
+        weak = not abstained and model.weak(confidence, mode, kind)
         if mode == "judge" and signals is not None:  # and the pipeline's own warning, which the judge does not lift
-            weak = weak or (not abstained and model.weak(model.confidence(replace(signals, judge=None)), "hybrid"))
+            weak = weak or (not abstained and model.weak(model.confidence(replace(signals, judge=None)), "hybrid",
+                                                         kind))
         if hits and ranking.pinned_lead:  # the user accepted this entry for this very question
             abstained = weak = False
         return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals,
@@ -238,8 +245,9 @@ class Retriever:
         return judged, replace(signals, judge=probability)
 
     def rank(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
-             mode: str = "hybrid") -> Ranking:
-        """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
+             mode: str = "hybrid", issue_factor: float | None = None) -> Ranking:
+        """Both retrievers' rankings and their fusion, over the rows `allowed` lets through.
+        `issue_factor`: a thread's weight instead of the fitted trade-off's (measure/tradeoff.py fits it)."""
         text = normalized.text
         learned = self.learned()
         terms = QueryTerms.of(normalized, self.corrector)
@@ -253,7 +261,8 @@ class Retriever:
             rankings, weights = [*rankings, asked.lexical], [*weights, QUESTION_LEXICAL_WEIGHT]
         fused = reciprocal_rank_fusion(rankings, k=RRF_K, weights=weights)
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
-        fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
+        factor = self.tradeoff.issue_factor(normalized) if issue_factor is None else issue_factor
+        fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused], factor))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
         pinned: dict[tuple, str] = {}
         if not learned.empty:
