@@ -76,7 +76,8 @@ def test_the_same_fix_pasted_on_many_threads_stays_a_fix():
     ("Closing due to inactivity. Feel free to reopen if you still see it.", True),
     ("该 issue 长时间没有活动，自动关闭。如有需要请重新打开。", True),
     ("The loader keeps a stale cache; clearing it fixed the hang for me.", False),  # one word, a diagnosis
-    ("No activity here for a while, closing. Feel free to reopen: the fix is `gizmo.cache=off`.", False),
+    ("Closing this: the fix is `gizmo.cache=off`, released in 0.9.1.", False),  # one phrase, and an instruction
+    ("No activity since 2024-05-01; closing per the stale policy, reopen if needed. Asked for: `pip list`.", True),
 ])
 def test_the_policy_vocabulary_flags_a_notice_without_an_instruction(text, notice):
     assert is_notice_text(text) is notice
@@ -259,3 +260,50 @@ def test_the_language_is_the_problems_not_the_threads():
 def test_split_body_keeps_details_blocks_apart_from_the_prose():
     body = split_body("Intro line.\n<details>\n<summary>log</summary>\n\nValueError: bad shard\n</details>\nAfter.")
     assert body.prose.split() == ["Intro", "line.", "After."] and [b.kind for b in body.blocks] == ["log"]
+
+
+def test_an_echo_that_quotes_a_config_key_in_its_evidence_is_still_a_notice_when_it_closes_a_long_silence():
+    """Notices vary (templates, two languages, evidence lists): an account's comments on three other threads
+    at a Jaccard of about 0.3 are an echo, and an echo with an instruction is a notice at a cleanup's timing."""
+    def notice(n: int, evidence: str) -> str:
+        return (f"Hello @reporter{n}, tidying up old reports; this one is being closed now. Last activity: "
+                f"2025-0{n}-0{n} ({n * 30} days ago). Checked before closing: {evidence}. Nobody could reproduce "
+                "it on the current release. Thanks for the report.")
+    evidence = ["no logs were attached", "`gizmo.cache` was never set", "the reporter did not answer",
+                "the config used `trainer.n=4`"]
+    threads = {}
+    for n in range(1, 5):
+        question = comment(10 * n, f"reporter{n}", "Any idea?", day="2025-01-01")
+        closing = {**comment(10 * n + 1, "tidy-up", notice(n, evidence[n - 1]), "MEMBER"),
+                   "created_at": "2025-03-01T00:00:00Z"}
+        threads[n] = thread(n, [question, closing])
+    found = Notices()
+    for t in threads.values():
+        found.add_thread(t)
+    assert {(n, 1) for n in range(1, 5)} <= found.flagged()
+    assert entries_of(threads) == {}
+
+
+def test_a_request_for_versions_that_names_a_metric_in_code_is_no_fix():
+    ask = comment(1, "maint", "请提供 torch 与 gizmo 的版本，以及第一步的 `rollout/probs_diff_mean` 数值。", "MEMBER")
+    assert resolve(thread(1, [ask])).fixes == []
+    question = comment(1, "maint", "Which version do you run, and is `gizmo.prefetch` enabled?", "MEMBER")
+    assert resolve(thread(1, [question])).fixes == []
+
+
+def test_the_reporter_repeating_the_suggested_flag_confirms_it_and_adding_their_own_is_their_fix():
+    suggestion = comment(1, "maint", "Pin the runtime: pass `--gizmo-version 2.5.1` to the installer.", "MEMBER")
+    repeat = comment(2, "reporter1", "--gizmo-version 2.5.1 did it, thanks.")
+    [fix] = resolve(thread(1, [suggestion, repeat])).fixes
+    assert fix.role == "maintainer" and fix.confirmed
+    diagnosis = comment(1, "maint", "Run `gizmo status` on the head node: does it list 16 workers?", "MEMBER")
+    own = comment(2, "reporter1", "`gizmo status` listed 8: the worker joined an old cluster. Setting "
+                                  "`gizmo.head_address=10.0.0.2` fixed it, it runs now.")
+    assert [f.role for f in resolve(thread(1, [diagnosis, own])).fixes] == ["reporter"]
+
+
+def test_a_maintainer_thanking_whoever_fixed_it_is_not_quoted_as_a_fix():
+    fix = comment(1, "passerby", "Build the wheel from source: `pip install gizmo --no-binary gizmo`.")
+    thanks = comment(2, "maint", "Thanks @passerby, we will add a note about this to the FAQ.", "MEMBER")
+    confirm = comment(3, "reporter1", "Building from source worked, thanks!")
+    assert [f.comment["author"] for f in resolve(thread(1, [fix, thanks, confirm])).fixes] == ["passerby"]

@@ -5,26 +5,32 @@
     flagged = found.flagged()          # {(issue number, comment position), ...}
 
 A triage account (often an ordinary login with a MEMBER association, not a `[bot]`) closes old
-issues with a notice: the last activity, the stale policy, an invitation to reopen. Written per
-issue, no two are byte-identical, so no phrase list or hash catches them, and one repository's
-wording says nothing of another's. What they share is behaviour: one account posts near-
-identical text on many threads, and none of it is a command or a config a reader could apply.
+issues with a notice: the last activity, an evidence list, the stale policy, an invitation to
+reopen. Written per issue, in one language or two, no two are byte-identical, so no phrase list or
+hash catches them, and one repository's wording says nothing of another's. What they share is
+behaviour:
 
-So each comment of an account that commented on `MIN_THREADS` or more threads is reduced to
-word shingles (numbers, dates, links, @mentions and #refs masked, since those are what a
-per-issue notice varies), MinHashed, and banded (LSH). A comment is an echo when the same
-account left a comment of estimated Jaccard similarity >= `SIMILAR` on at least `MIN_ECHOES`
-other threads. An echo that holds no instruction (text.holds_instructions) is a notice: the
-same fix pasted on many threads (`pip install -U ...`) stays a fix.
+* **echoes**: one account posts much the same text on many threads. Each comment of an account
+  that commented on `MIN_THREADS` or more threads is reduced to word pairs (numbers, dates, links,
+  @mentions and #refs masked: what a per-issue notice varies), MinHashed and banded (LSH); it is
+  an echo when the account left a comment of estimated Jaccard similarity >= `SIMILAR` on at least
+  `MIN_ECHOES` other threads. The bar is low because notices vary (evidence lists, templates,
+  two languages); a fix is specific to its thread and no dev fix comment came near it;
+* **policy words**: the vocabulary stale bots and triage policies use generally (GitHub's
+  actions/stale and probot/stale: an issue "is stale", "no activity", "will be closed", "feel free
+  to reopen"; 长时间未活动, 自动关闭, 重新打开), in English and Chinese;
+* **timing**: it is the thread's last comment, written at its close, after weeks of silence.
 
-The vocabulary of stale and closing policies (inactivity, "will be closed", "reopen", 长时间
-未活动, 自动关闭, 重新打开...) flags a comment with no instruction on its own too: a notice that
-happens to be the only one in a small export (two of its phrases: one "stale" may be a stale
-cache). That vocabulary is the one stale bots and
-triage policies use generally (GitHub's actions/stale, probot/stale), in English and Chinese.
+A notice holds no instruction a reader could apply (text.holds_instructions). Its evidence list
+may quote a config key or a version, so an echo is still a notice when it also speaks the policy's
+words or closes a long-silent thread; an echo with a command and neither of those is the same fix
+pasted on many threads (`pip install -U ...`), and stays a fix. A comment with policy words and no
+instruction is a notice on its own (a single stale-bot message in a small export); with two or
+more of those words, even with an instruction (a footer's link to the contributing guide).
 
 Work is linear: only `TEXT_CHARS` of a comment are shingled, and a comment is compared with at
-most `MAX_COMPARED` bucket-mates per band.
+most `MAX_COMPARED` bucket-mates per band. The thresholds and the dev figures behind them are in
+eval/DECISIONS.md ("Notices: how a cleanup behaves").
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections import defaultdict
+from datetime import datetime
 
 import numpy as np
 
@@ -39,10 +46,12 @@ from .text import clean, holds_instructions
 
 MIN_THREADS = 3  # an account must have commented on this many threads to have a pattern
 MIN_ECHOES = 2  # near-duplicates on this many other threads make a comment an echo
-SIMILAR = 0.45  # estimated Jaccard of masked word 2-shingles
+SIMILAR = 0.25  # estimated Jaccard of masked word 2-shingles
+SILENCE_DAYS = 14  # a last comment at the close after this long a silence is a cleanup's timing
+AT_CLOSE_SECONDS = 86_400
 SHINGLE = 2
-PERMUTATIONS = 32
-BANDS = 8  # of PERMUTATIONS // BANDS rows each
+PERMUTATIONS = 64
+BANDS = 32  # of two rows each: a pair as far apart as the SIMILAR bar still shares a band most of the time
 TEXT_CHARS = 3000
 MAX_COMPARED = 24
 _PRIME = (1 << 61) - 1
@@ -61,11 +70,11 @@ _WORD = re.compile(r"[a-z0-9@#']+|[\u3400-\u9fff]")
 # Stale and closing policies' words (GitHub's actions/stale and probot/stale defaults, triage
 # policies), English and Chinese. Each names inactivity or a closing for it, never a fix.
 STALE_VOCABULARY = re.compile(
-    r"\bstale\b|\binactiv(?:e|ity)\b|\bno (?:recent )?(?:activity|response|updates?|further activity)\b"
+    r"\b(?:is|been|marked|marking|labell?ed|as) (?:as )?stale\b|\bstale (?:label|bot|issue|because|policy)\b|\binactiv(?:e|ity)\b|\bno (?:recent )?(?:activity|response|updates?|further activity)\b"
     r"|\bhas(?:n't| not) (?:had|received|seen) (?:any )?(?:activity|response|recent activity)"
     r"|\bwill be (?:automatically )?closed\b|\bautomatically (?:been )?closed\b|\bauto-?clos"
     r"|\b(?:feel free to|please|you can|you may) re-?open\b|\bre-?open (?:it|this|the issue|a new)"
-    r"|\bclos(?:e|ing) (?:this|the) (?:issue|ticket) (?:as|due to|because of|for)\b|\bclean(?:ing)? ?up\b"
+    r"|\bclos(?:e|ing) (?:this|it|the (?:issue|ticket))\b|\bclean(?:ing)? ?up\b"
     r"|长时间|无活动|没有活动|未活动|不活跃|没有(?:新的)?(?:回复|更新|进展)|自动关闭|重新打开|重新开启|先关闭|暂时关闭",
     re.I)
 
@@ -95,9 +104,32 @@ def stale_words(text: str) -> int:
 
 
 def is_notice_text(text: str) -> bool:
-    """A comment that speaks the stale/closing policy's words (two phrases: "stale cache" alone is
-    a diagnosis) and holds no instruction."""
-    return stale_words(text) >= POLICY_TERMS and not holds_instructions(text)
+    """A notice by its words alone: policy words and no instruction, or two policy phrases."""
+    words = stale_words(text)
+    return words >= 2 or (words >= 1 and not holds_instructions(text))
+
+
+def _time(stamp) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
+    except ValueError:
+        return None
+
+
+def closes_a_silence(thread: dict, position: int) -> bool:
+    """The thread's last comment, written at its close after `SILENCE_DAYS` of silence: a cleanup's timing."""
+    comments = thread.get("comments") or []
+    if position != len(comments) - 1:
+        return False
+    written, closed = _time(comments[position].get("created_at")), _time(thread.get("closed_at"))
+    before = [t for t in [_time(thread.get("created_at")), *(_time(c.get("created_at")) for c in comments[:position])]
+              if t is not None]
+    if written is None or closed is None or not before:
+        return False
+    try:
+        return abs((closed - written).total_seconds()) <= AT_CLOSE_SECONDS and (written - max(before)).days >= SILENCE_DAYS
+    except TypeError:  # one stamp with a zone, one without
+        return False
 
 
 class Notices:
@@ -106,6 +138,7 @@ class Notices:
     def __init__(self):
         self._threads_of: dict[str, set[int]] = defaultdict(set)
         self._comments: list[tuple[str, int, int, str]] = []  # (author, issue, comment position, text)
+        self._closing: set[tuple[int, int]] = set()  # comments with a cleanup's timing
 
     def add_thread(self, thread: dict) -> None:
         number = thread.get("number")
@@ -115,6 +148,8 @@ class Notices:
             if author and isinstance(body, str) and body.strip():
                 self._threads_of[author].add(number)
                 self._comments.append((author, number, position, body[:TEXT_CHARS]))
+                if closes_a_silence(thread, position):
+                    self._closing.add((number, position))
 
     def flagged(self) -> set[tuple[int, int]]:
         """(issue number, comment position) of every notice: an echo or policy words, with no instruction."""
@@ -131,7 +166,7 @@ class Notices:
             for band in range(BANDS):
                 buckets[(author, band, sig[band * rows:(band + 1) * rows].tobytes())].append(i)
         flagged = set()
-        for author, number, cid, text, sig in signatures:
+        for author, number, position, text, sig in signatures:
             echoed: set[int] = set()
             for band in range(BANDS):
                 mates = buckets[(author, band, sig[band * rows:(band + 1) * rows].tobytes())]
@@ -141,9 +176,10 @@ class Notices:
                         echoed.add(other[1])
                 if len(echoed) >= MIN_ECHOES:
                     break
-            if len(echoed) >= MIN_ECHOES and not holds_instructions(text):
-                flagged.add((number, cid))
-        for _, number, cid, text in self._comments:
-            if (number, cid) not in flagged and is_notice_text(text):
-                flagged.add((number, cid))
+            if len(echoed) >= MIN_ECHOES and (not holds_instructions(text) or stale_words(text)
+                                              or (number, position) in self._closing):
+                flagged.add((number, position))
+        for _, number, position, text in self._comments:
+            if (number, position) not in flagged and is_notice_text(text):
+                flagged.add((number, position))
         return flagged

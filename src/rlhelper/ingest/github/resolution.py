@@ -57,6 +57,7 @@ WEIGHTS = {
     "self_solved": 1.6,
     "asks": -1.2,  # a question back, and nothing to apply
     "me_too": -3.0,
+    "acknowledges": -0.8,  # "Thanks @x, we'll add a note": a maintainer thanking whoever fixed it
     "tiny": -0.8,  # a few characters and nothing to apply
     "last_before_close": 0.3,
     "after_close": -0.5,
@@ -74,7 +75,7 @@ _ADVICE = re.compile(
     r"|需要|应该|原因|因为|修复|已修复|预期|不支持|已知问题", re.I)
 _CONFIRMED = re.compile(
     r"\b(?:it |that |this )?(?:works?|worked|working)(?: now| for me| fine| well| perfectly)?\b(?![^.\n]{0,12}\?)"
-    r"|\bthat (?:did it|fixed it|solved it|helps?|helped)\b|\b(?:solved|resolved|fixed)\b|\bproblem (?:is )?gone\b"
+    r"|\b(?:that |this |it )?(?:did it|did the trick|fixed it|solved it|helps?|helped)\b|\b(?:solved|resolved|fixed)\b|\bproblem (?:is )?gone\b"
     r"|\bno longer\b|\bsuccess(?:fully)?\b"
     r"|解决了|已解决|可以了|好了|成功了|搞定|没问题了|跑通了|正常了|有效", re.I)
 # "Still" in "it works now, still slow though" does not deny: a strong confirmation wins.
@@ -86,9 +87,10 @@ _DENIED = re.compile(
     r"|还是|仍然|依然|不行|没用|无效|没有解决|未解决|我试试|试一下", re.I)
 _SELF_SOLVED = re.compile(
     r"\bI (?:have |just |finally )?(?:solved|fixed|resolved|found|figured)\b|\b(?:solved|fixed|resolved) (?:it|this|the)\b"
+    r"|\b(?:solved|fixed|resolved|worked around|got it (?:working|running))(?: it| this)? (?:by|with|after|via)\b"
     r"|\bturn(?:s|ed) out\b|\bthe (?:problem|issue|cause|reason|culprit) (?:was|is)\b|\bit was (?:because|caused)\b"
     r"|\bwas caused by\b|\bmy (?:bad|mistake)\b|\bworkaround\b|\bsolution\b"
-    r"|我(?:已经|终于)?解决|解决(?:方法|办法|方案)|原来是|发现是|问题(?:出)?在|原因是|是因为", re.I)
+    r"|我(?:已经|终于)?解决|解决(?:方法|办法|方案)|原来是|发现是|问题(?:出)?在|原因是|是因为|通过.{1,40}解决|改成.{1,60}后", re.I)
 _ASKS = re.compile(
     r"[?？]\s*$|\b(?:could|can|would) you (?:please )?(?:share|provide|post|paste|send|give|upload|attach|show)"
     r"|\bplease (?:share|provide|post|paste|attach|send|give|upload)\b|\bwhat (?:is|are|was) (?:your|the)\b"
@@ -97,10 +99,17 @@ _ME_TOO = re.compile(
     r"^\W*(?:\+1|same(?: here| issue| problem| error| for me)?|me too|i (?:have|got|met|encounter(?:ed)?|see) the same"
     r"(?: issue| problem| error)?|any (?:update|progress|news)|同样的问题|我也(?:遇到了?|是|有)(?:这个问题)?|同问|\+1)\W*$",
     re.I)
+# "+1, would love X support", "same here on 4 GPUs", "我也遇到了，求解决": agreement, not an answer.
+_ME_TOO_LEAD = re.compile(r"^\W*(?:\+1\b|same (?:here|issue|problem|error)\b|me too\b|同样的问题|同问|我也遇到|我也是)", re.I)
+_THANKS_LEAD = re.compile(r"^\W*(?:thanks?\b|thank you\b|感谢|谢谢)", re.I)
+_CODE_TOKEN = re.compile(r"`([^`\n]{2,120})`|(?<![\w-])(--[A-Za-z][\w-]{1,60}(?:[= ][^\s,;]+)?)"
+                         r"|\b([a-z_]\w*(?:\.\w+){1,8}\s*=\s*[^\s,;]+)|\b([\w.-]{2,60}(?:==|>=|<=)[\w.]+)")
+_CODE_LIKE = re.compile(r"[-_.=/:\d]")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _DUPLICATE = re.compile(r"\b(?:duplicate of|dup(?:e|licate)?d? (?:of|by)|same as|closing as (?:a )?duplicate of)\s*#(\d{1,7})\b"
                         r"|重复(?:于|了)?\s*#(\d{1,7})|同\s*#(\d{1,7})", re.I)
-_BODY_FIX = re.compile(r"^\s*(?:\*\*|#+\s*)?(?:update|edit|solved|solution|workaround|fix(?:ed)?|resolved"
-                       r"|更新|解决|解决方法|解决办法|临时解决|已解决)\b\W{0,4}", re.I)
+_BODY_FIX = re.compile(r"^\s*(?:\*\*|#+\s*)?(?:(?:update|edit|solved|solution|workaround|fix(?:ed)?|resolved)\b"
+                       r"|更新|临时解决|解决(?:方法|办法|方案)|已解决|解决了)", re.I)
 _QUOTE = re.compile(r"^\s*>\s?(.*)$")
 _MENTION = re.compile(r"@([A-Za-z0-9][\w-]{0,38})")
 
@@ -183,6 +192,7 @@ def _score_comments(comments: list[tuple[dict, str, str]], closed_at: str) -> li
                    if role != "reporter" and not _ME_TOO.match(body.strip()) and (not closed_at or
                                                                                   str(comments[i][0].get("created_at") or "") <= closed_at)]
     last = substantive[-1] if substantive else None
+    verdicts = reporter_verdicts(comments)
     for i, (comment, body, role) in enumerate(comments):
         reasons = [role]
         score = WEIGHTS[role]
@@ -192,22 +202,31 @@ def _score_comments(comments: list[tuple[dict, str, str]], closed_at: str) -> li
             score += WEIGHTS["instructions"]
             reasons.append("instructions")
         prose = split_body(body).prose
-        if _ADVICE.search(prose):
+        advice = advises(prose)
+        if advice:
             score += WEIGHTS["advice"]
             reasons.append("advice")
-        if role == "reporter" and self_solved(body, prose, instructions):
-            score += WEIGHTS["self_solved"]
-            reasons.append("self_solved")
-        if len(stripped) < 160 and _ME_TOO.match(stripped):
+        if role == "reporter":
+            if self_solved(body, prose, instructions) and not _repeats_earlier(comments, i):
+                score += WEIGHTS["self_solved"]
+                reasons.append("self_solved")
+            else:  # their logs, config and answers to questions are the problem's, not a fix
+                fixes.append(Fix("comment", role, 0.0, body, comment, False, None, [*reasons, "no_solution"]))
+                continue
+        if role != "reporter" and _THANKS_LEAD.match(stripped) and not instructions:
+            score += WEIGHTS["acknowledges"]
+            reasons.append("acknowledges")
+        if len(stripped) < 160 and (_ME_TOO.match(stripped) or _ME_TOO_LEAD.match(stripped)) and not instructions:
             score += WEIGHTS["me_too"]
             reasons.append("me_too")
-        elif not instructions and _ASKS.search(prose) and not _ADVICE.search(_ASKS.sub(" ", prose)):
-            score += WEIGHTS["asks"]
+        elif _ASKS.search(prose) and not advice:
+            # A request for logs or versions: what it names in code is what to send, not what to do.
+            score += WEIGHTS["asks"] - (WEIGHTS["instructions"] if instructions else 0.0)
             reasons.append("asks")
         if not instructions and len(stripped) < 15:
             score += WEIGHTS["tiny"]
             reasons.append("tiny")
-        verdict = _reporter_verdict(comments, i) if role != "reporter" else None
+        verdict = verdicts.get(i)
         if verdict:
             score += WEIGHTS[verdict]
             reasons.append(verdict)
@@ -225,33 +244,78 @@ def _score_comments(comments: list[tuple[dict, str, str]], closed_at: str) -> li
     return fixes
 
 
+def advises(prose: str) -> bool:
+    """Advice or a diagnosis in a sentence that is not a question ("是否开启了 multi_turn？" asks)."""
+    for sentence in _SENTENCE.findall(prose):
+        sentence = sentence.strip()
+        if not sentence or sentence.endswith(("?", "？")) or _ASKS.search(sentence):
+            continue
+        if _ADVICE.search(sentence):
+            return True
+    return False
+
+
 def self_solved(body: str, prose: str, instructions: bool | None = None) -> bool:
     """The reporter says how they solved it: a solution's words, and a command or an explanation
     (a bare "solved, thanks" confirms someone else's fix instead)."""
-    if not _SELF_SOLVED.search(prose):
+    instructions = holds_instructions(body) if instructions is None else instructions
+    if _SELF_SOLVED.search(prose):
+        return instructions or len(body.strip()) > 40
+    return instructions and bool(_CONFIRMED.search(prose))  # "setting `X=1` works now", of their own finding
+
+
+def _code_words(text: str) -> set[str]:
+    """The words of a comment's code, flags and settings: what it tells a reader to type."""
+    return {word.lower().strip(".,;:") for groups in _CODE_TOKEN.findall(text) for token in groups if token
+            for word in token.split() if len(word) > 1}
+
+
+def _repeats_earlier(comments: list[tuple[dict, str, str]], j: int, only: int | None = None) -> bool:
+    """Comment j only repeats what an earlier comment by someone else told to type ("--torch 2.5.1
+    fixed the install, thanks"): a confirmation of that comment, not a fix of its own. A comment
+    that adds a setting of its own (the diagnosis's `ray status`, then its own `ray start
+    --address=...`) is its author's fix."""
+    mine = _code_words(comments[j][1])
+    if not mine:
         return False
-    return (holds_instructions(body) if instructions is None else instructions) or len(body.strip()) > 40
+    author = str(comments[j][0].get("author") or "").lower()
+    earlier = [only] if only is not None else range(j)
+    told = set()
+    for k in earlier:
+        if str(comments[k][0].get("author") or "").lower() != author:
+            told |= _code_words(comments[k][1])
+    return bool(mine & told) and not any(_CODE_LIKE.search(word) for word in mine - told)
 
 
-def _reporter_verdict(comments: list[tuple[dict, str, str]], i: int) -> str | None:
-    """What the reporter said of comment i: the first of their later comments that answers it
-    (the next one they wrote, unless it quotes or @mentions someone else's comment)."""
-    for j in range(i + 1, len(comments)):
-        _, body, role = comments[j]
+def reporter_verdicts(comments: list[tuple[dict, str, str]]) -> dict[int, str]:
+    """What the reporter said of the comments before theirs: comment index -> "confirmed", "thanked"
+    or "denied". Each of their replies speaks of the comment it quotes or @mentions, else of the
+    latest earlier comment by someone else that told them something to do (a "thanks, we'll add it
+    to the FAQ" after the fix is not what they tried), else of the latest one by someone else."""
+    verdicts: dict[int, str] = {}
+    for j, (_, body, role) in enumerate(comments):
         if role != "reporter":
             continue
-        target = _addressed(comments, j)
-        if target is not None and target != i:
-            return None  # the reporter answered someone else's comment first
         prose = split_body(body).prose
-        if self_solved(body, prose):
-            return None  # the reporter solved it themselves: that is their fix, not this one's
+        if self_solved(body, prose) and not _repeats_earlier(comments, j):
+            continue  # their own fix: it speaks of no one else's
         if _DENIED.search(prose) and not _STRONGLY_CONFIRMED.search(prose):
-            return "denied"
-        if _CONFIRMED.search(prose):
-            return "confirmed"
-        return "thanked" if _THANKED.search(prose) else None
-    return None
+            verdict = "denied"
+        elif _CONFIRMED.search(prose):
+            verdict = "confirmed"
+        elif _THANKED.search(prose):
+            verdict = "thanked"
+        else:
+            continue
+        target = _addressed(comments, j)
+        if target is None:
+            others = [k for k in range(j) if comments[k][2] != "reporter"]
+            told = [k for k in others if holds_instructions(comments[k][1])
+                    or (advises(split_body(comments[k][1]).prose) and not _THANKS_LEAD.match(comments[k][1].strip()))]
+            target = (told or others or [None])[-1]
+        if target is not None and comments[target][2] != "reporter":
+            verdicts.setdefault(target, verdict)
+    return verdicts
 
 
 def _addressed(comments: list[tuple[dict, str, str]], j: int) -> int | None:
@@ -297,7 +361,7 @@ def _body_fix(thread: dict) -> Fix | None:
             score = WEIGHTS["maintainer"]  # the reporter's own account of what worked
             instructions = holds_instructions(text) or bool(body.of_kind("script", "code") and at)
             score += WEIGHTS["instructions"] if instructions else 0.0
-            score += WEIGHTS["advice"] if _ADVICE.search(text) or _SELF_SOLVED.search(text) else 0.0
+            score += WEIGHTS["advice"] if advises(text) or _SELF_SOLVED.search(text) else 0.0
             return Fix("body", "reporter", round(score, 3), text, None, False, None, ["body"])
     return None
 

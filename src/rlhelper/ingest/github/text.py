@@ -59,8 +59,11 @@ ENV_SHARE = 0.5
 
 # A reader could apply it: inline code that sets or names something, a config key, a flag, a command.
 _INLINE_CODE = re.compile(r"`([^`\n]{2,300})`")
-_COMMAND = re.compile(r"(?:^|\s)(?:pip3?|uv|conda|export|python3?|git|apt(?:-get)?|docker|bash|torchrun|ray)\s+\S"
-                      r"|(?:^|\s)--?[A-Za-z][\w-]{1,60}(?:[= ]\S+)?|\b[a-z_]\w*(?:\.\w+){1,8}\s*=\s*\S"
+# In prose, a command is named with its verb ("pip install", "ray start"): "the ray job's workers" is none.
+_COMMAND = re.compile(r"(?:^|\s)(?:pip3? (?:install|uninstall)|uv (?:pip|add|sync|run)|conda (?:install|create|activate)"
+                      r"|export [A-Za-z_][A-Za-z0-9_]*=|python3? -[mc]\s|git (?:clone|checkout|pull|apply|cherry-pick|fetch)"
+                      r"|apt(?:-get)? install|docker (?:run|pull|build)|torchrun --|ray (?:start|stop|job submit)|bash \S+\.sh)"
+                      r"|(?:^|\s)--[A-Za-z][\w-]{1,60}(?:[= ]\S+)?|\b[a-z_]\w*(?:\.\w+){1,8}\s*=\s*\S"
                       r"|\b[A-Z][A-Z0-9_]{2,40}=\S|\b[\w.-]{2,60}(?:==|>=|<=)\d", re.M)
 
 
