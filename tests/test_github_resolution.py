@@ -307,3 +307,14 @@ def test_a_maintainer_thanking_whoever_fixed_it_is_not_quoted_as_a_fix():
     thanks = comment(2, "maint", "Thanks @passerby, we will add a note about this to the FAQ.", "MEMBER")
     confirm = comment(3, "reporter1", "Building from source worked, thanks!")
     assert [f.comment["author"] for f in resolve(thread(1, [fix, thanks, confirm])).fixes] == ["passerby"]
+
+
+def test_an_app_account_is_no_ones_fix_whatever_it_is_called():
+    from rlhelper.ingest.github.shapes import from_api_comment, from_gh_issue
+
+    api = from_api_comment({"id": 1, "body": "Try `gizmo.cache=off`.", "user": {"login": "helper", "type": "Bot"},
+                            "author_association": "NONE", "html_url": "", "created_at": ""})
+    gh = from_gh_issue(REPO, {"number": 2, "url": "", "comments": [
+        {"body": "Try `gizmo.cache=off`.", "author": {"login": "helper", "is_bot": True}}]})["comments"][0]
+    assert api["bot"] and gh["bot"]
+    assert resolve(thread(1, [api])).fixes == [] and resolve(thread(2, [gh])).fixes == []

@@ -147,8 +147,10 @@ def role_of(comment: dict, reporter: str) -> str:
 
 
 def is_bot(comment: dict) -> bool:
+    """A GitHub App's comment: flagged so by the API or gh, or named so ("[bot]", gh's "app/"). gh's comment
+    authors carry no flag and no suffix: those bots are recognised by what they write (boilerplate.py)."""
     author = str(comment.get("author") or "").lower()
-    return author.endswith("[bot]") or author.startswith("app/") or str(comment.get("association")) == "BOT"
+    return comment.get("bot") is True or author.endswith("[bot]") or author.startswith("app/")
 
 
 def resolve(thread: dict, notices: set | frozenset = frozenset()) -> Resolution:

@@ -13,6 +13,10 @@ def _text(value) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _is_bot(user) -> bool:
+    return isinstance(user, dict) and (user.get("is_bot") is True or user.get("type") == "Bot")
+
+
 def _login(user) -> str:
     return _text(user.get("login")) if isinstance(user, dict) else ""
 
@@ -74,6 +78,8 @@ def _comment(item: dict, *, url: str, author: str, association: str, created_at:
         else gh_reactions(item.get("reactionGroups")),
         # gh: a comment hidden as spam, off-topic or outdated is no one's answer
         **({"minimized": True} if item.get("isMinimized") is True else {}),
+        # a GitHub App's account: the API's user type, or gh's is_bot (gh drops the "[bot]" suffix)
+        **({"bot": True} if _is_bot(item.get(author)) else {}),
     }
 
 
