@@ -150,14 +150,16 @@ def bench(ctx, json_out):
 @click.option("--sizes", default="10000,100000", show_default=True,
               help="Comma-separated entry counts (empty: none).")
 @click.option("--threads", default="", help="Comma-separated counts of synthetic GitHub issue threads to ingest.")
-def bench_scale(sizes, threads):
+@click.option("--thread-kb", default=0, show_default=True, type=click.IntRange(min=0),
+              help="With --threads: the size of each synthetic thread in KB (0: a report and a fix, about 2 KB).")
+def bench_scale(sizes, threads, thread_kb):
     """Synthetic corpora of 10k and 100k entries: throughput, size on disk, latency, memory."""
     from ..measure import bench as benchmarks
 
     def counts(text):
         return tuple(int(s) for s in text.split(",") if s.strip())
 
-    figures = benchmarks.run_scale_bench(sizes=counts(sizes), threads=counts(threads))
+    figures = benchmarks.run_scale_bench(sizes=counts(sizes), threads=counts(threads), thread_bytes=thread_kb * 1024)
     click.echo(benchmarks.format_bench(figures))
 
 

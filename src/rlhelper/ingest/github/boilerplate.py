@@ -28,7 +28,7 @@ pasted on many threads (`pip install -U ...`), and stays a fix. A comment with p
 instruction is a notice on its own (a single stale-bot message in a small export); with two or
 more of those words, even with an instruction (a footer's link to the contributing guide).
 
-Work is linear: only `TEXT_CHARS` of a comment are shingled, and a comment is compared with at
+Work is linear: only `SHINGLED_CHARS` of a comment are shingled, and a comment is compared with at
 most `MAX_COMPARED` bucket-mates per band. The thresholds and the dev figures behind them are in
 eval/DECISIONS.md ("Notices: how a cleanup behaves").
 """
@@ -39,6 +39,7 @@ import re
 import zlib
 from collections import defaultdict
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -52,7 +53,8 @@ AT_CLOSE_SECONDS = 86_400
 SHINGLE = 2
 PERMUTATIONS = 64
 BANDS = 32  # of two rows each: a pair as far apart as the SIMILAR bar still shares a band most of the time
-TEXT_CHARS = 3000
+TEXT_CHARS = 3000  # of a comment read for policy words and instructions
+SHINGLED_CHARS = 2000  # of a comment MinHashed: a notice's template is in its head
 MAX_COMPARED = 24
 _PRIME = (1 << 61) - 1
 _rng = np.random.default_rng(20250806)
@@ -80,27 +82,42 @@ STALE_VOCABULARY = re.compile(
 
 
 def masked_words(text: str) -> list[str]:
-    text = clean(text)[:TEXT_CHARS].lower()
+    text = clean(text)[:SHINGLED_CHARS].lower()
     for pattern, replacement in _MASKS:
         text = pattern.sub(replacement, text)
     return _WORD.findall(text)
 
 
+@lru_cache(maxsize=1 << 18)
+def _word_code(word: str) -> int:
+    return zlib.crc32(word.encode())
+
+
 def minhash(words: list[str]) -> np.ndarray | None:
-    """The MinHash signature of the text's word shingles; None for a text too short to have a pattern."""
+    """The MinHash signature of the text's word pairs; None for a text too short to have a pattern.
+    A pair's hash combines its words' CRC32s, so each word is hashed once."""
     if len(words) < SHINGLE + 2:
         return None
-    shingles = {" ".join(words[i:i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
-    hashes = np.fromiter((zlib.crc32(s.encode()) for s in shingles), dtype=np.uint64, count=len(shingles))
-    return ((np.outer(_A, hashes) + _B[:, None]) % _PRIME).min(axis=1)
+    codes = np.fromiter((_word_code(w) for w in words), dtype=np.uint64, count=len(words))
+    pairs = np.unique(codes[:-1] * np.uint64(0x9E3779B1) ^ codes[1:])
+    return ((np.outer(_A, pairs) + _B[:, None]) % _PRIME).min(axis=1).astype(np.uint32)
 
 
 POLICY_TERMS = 2  # distinct policy phrases a comment must hold to read as a notice on its words alone
 
 
+# Every policy phrase holds one of these: the pattern runs only on text that has one.
+_POLICY_STEMS = ("stale", "activ", "respon", "update", "clos", "open", "clean", "长时间", "活动", "活跃", "回复", "更新",
+                 "进展", "关闭", "打开", "开启")
+
+
 def stale_words(text: str) -> int:
     """How many distinct stale/closing policy phrases the text holds."""
-    return len({m.group(0).lower() for m in STALE_VOCABULARY.finditer(clean(text)[:TEXT_CHARS])})
+    text = clean(text)[:TEXT_CHARS]
+    lowered = text.lower()
+    if not any(stem in lowered for stem in _POLICY_STEMS):
+        return 0
+    return len({m.group(0).lower() for m in STALE_VOCABULARY.finditer(text)})
 
 
 def is_notice_text(text: str) -> bool:
@@ -133,12 +150,12 @@ def closes_a_silence(thread: dict, position: int) -> bool:
 
 
 class Notices:
-    """Collects a repository's comments (first pass) and flags its notices."""
+    """Collects a repository's comments (first pass: what each needs, never its text) and flags its notices."""
 
     def __init__(self):
         self._threads_of: dict[str, set[int]] = defaultdict(set)
-        self._comments: list[tuple[str, int, int, str]] = []  # (author, issue, comment position, text)
-        self._closing: set[tuple[int, int]] = set()  # comments with a cleanup's timing
+        # (author, issue, position, signature or None, policy phrases, holds an instruction, cleanup timing)
+        self._comments: list[tuple[str, int, int, np.ndarray | None, int, bool, bool]] = []
 
     def add_thread(self, thread: dict) -> None:
         number = thread.get("number")
@@ -146,40 +163,33 @@ class Notices:
             author = str(comment.get("author") or "")
             body = comment.get("body")
             if author and isinstance(body, str) and body.strip():
+                text = body[:TEXT_CHARS]
                 self._threads_of[author].add(number)
-                self._comments.append((author, number, position, body[:TEXT_CHARS]))
-                if closes_a_silence(thread, position):
-                    self._closing.add((number, position))
+                self._comments.append((author, number, position, minhash(masked_words(text)), stale_words(text),
+                                       holds_instructions(text), closes_a_silence(thread, position)))
 
     def flagged(self) -> set[tuple[int, int]]:
         """(issue number, comment position) of every notice: an echo or policy words, with no instruction."""
         prolific = {author for author, threads in self._threads_of.items() if len(threads) >= MIN_THREADS}
-        signatures: list[tuple[str, int, int, str, np.ndarray]] = []
-        for author, number, cid, text in self._comments:
-            if author in prolific:
-                sig = minhash(masked_words(text))
-                if sig is not None:
-                    signatures.append((author, number, cid, text, sig))
+        signed = [c for c in self._comments if c[0] in prolific and c[3] is not None]
         buckets: dict[tuple, list[int]] = defaultdict(list)
         rows = PERMUTATIONS // BANDS
-        for i, (author, _, _, _, sig) in enumerate(signatures):
+        for i, (author, _, _, sig, *_) in enumerate(signed):
             for band in range(BANDS):
                 buckets[(author, band, sig[band * rows:(band + 1) * rows].tobytes())].append(i)
+        signatures = np.stack([c[3] for c in signed]) if signed else np.zeros((0, PERMUTATIONS), np.uint32)
+        numbers = np.array([c[1] for c in signed])
         flagged = set()
-        for author, number, position, text, sig in signatures:
-            echoed: set[int] = set()
+        for author, number, position, sig, policy, instructions, closing in signed:
+            mates: set[int] = set()
             for band in range(BANDS):
-                mates = buckets[(author, band, sig[band * rows:(band + 1) * rows].tobytes())]
-                for j in mates[:MAX_COMPARED + 1]:
-                    other = signatures[j]
-                    if other[1] != number and other[1] not in echoed and float(np.mean(other[4] == sig)) >= SIMILAR:
-                        echoed.add(other[1])
-                if len(echoed) >= MIN_ECHOES:
-                    break
-            if len(echoed) >= MIN_ECHOES and (not holds_instructions(text) or stale_words(text)
-                                              or (number, position) in self._closing):
+                mates.update(buckets[(author, band, sig[band * rows:(band + 1) * rows].tobytes())][:MAX_COMPARED + 1])
+            mates = np.fromiter(mates, dtype=np.int64, count=len(mates))
+            mates = mates[numbers[mates] != number]
+            close = mates[(signatures[mates] == sig).mean(axis=1) >= SIMILAR] if len(mates) else mates
+            if len(set(numbers[close].tolist())) >= MIN_ECHOES and (not instructions or policy or closing):
                 flagged.add((number, position))
-        for _, number, position, text in self._comments:
-            if (number, position) not in flagged and is_notice_text(text):
+        for _, number, position, _, policy, instructions, _ in self._comments:
+            if (number, position) not in flagged and (policy >= POLICY_TERMS or (policy and not instructions)):
                 flagged.add((number, position))
         return flagged

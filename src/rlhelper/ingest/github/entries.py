@@ -33,6 +33,7 @@ one's document when the pipeline reads it), never all held: ingest is linear in 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +43,9 @@ from ...schema import Entry
 from ...search.query import normalize_query
 from ..entries import detect_lang, entry_id
 from ..sources import SourceDoc, Sources
+from . import boilerplate as boilerplate_module
+from . import resolution as resolution_module
+from . import text as text_module
 from .boilerplate import Notices
 from .resolution import MAINTAINERS, Fix, Resolution, is_bot, resolve
 from .text import clean, plain, split_body
@@ -122,6 +126,35 @@ def thread_sources(threads: ThreadStore | dict[int, dict], repo: str, *, collect
     source = _Threads(threads)
     if source.store is not None:
         issues_file = issues_file or source.store.issues_file
+    analysis = analyse(source)
+    kept, unresolved, duplicates = [], 0, {}
+    for number, found_out in sorted(analysis.items()):
+        if found_out["duplicate_of"] is not None:
+            duplicates.setdefault(found_out["duplicate_of"], []).append(number)
+        if found_out["resolved"] or include_unresolved:
+            kept.append(number)
+        else:
+            unresolved += 1
+    for number in kept:
+        also = [{"number": d, "title": analysis[d]["title"], "url": analysis[d]["url"]}
+                for d in sorted(duplicates.get(number, []))[:MAX_DUPLICATES] if d != number]
+        found.docs.append(SourceDoc(name, f"issues/{number}", issues_file or Path(f"{repo}#{number}"),
+                                    {"kind": DOC_KIND, "repo": repo, "framework": framework_of(repo)},
+                                    build=thread_entries,
+                                    read=_document(source.reader(number), analysis[number]["notices"], also)))
+    if unresolved and not include_unresolved:
+        found.notes.append(f"{unresolved} closed issue(s) of {repo} with no fix in the thread and no closing pull "
+                           "request or commit left out (--include-unresolved adds them)")
+    return found
+
+
+def analyse(source: _Threads) -> dict[int, dict]:
+    """Per closed thread: resolved or not, what it duplicates, its title and link, its notices.
+    Two passes over the store (the notices are the repository's, then each thread's fix); a store
+    unchanged since the last analysis reads it back from ANALYSIS_FILE instead."""
+    cached = _cached_analysis(source.store)
+    if cached is not None:
+        return cached
     notices = Notices()
     for _, thread in source:  # first pass: the repository's notices, from how its accounts write
         if is_closed(thread):
@@ -129,29 +162,54 @@ def thread_sources(threads: ThreadStore | dict[int, dict], repo: str, *, collect
     flagged: dict[int, set[int]] = {}
     for number, position in notices.flagged():
         flagged.setdefault(number, set()).add(position)
-    kept, unresolved, duplicates, titles = [], 0, {}, {}
+    analysis = {}
     for number, thread in source:  # second pass: what each thread's fix is
         if not is_closed(thread):
             continue
         resolution = resolve(thread, flagged.get(number, set()))
-        if resolution.duplicate_of is not None:
-            titles[number] = (_one_line(thread.get("title")), str(thread.get("url") or ""))
-            duplicates.setdefault(resolution.duplicate_of, []).append(number)
-        if resolution.resolved or include_unresolved:
-            kept.append(number)
-        else:
-            unresolved += 1
-    for number in kept:
-        also = [{"number": d, "title": titles[d][0], "url": titles[d][1]}
-                for d in sorted(duplicates.get(number, []))[:MAX_DUPLICATES] if d != number]
-        found.docs.append(SourceDoc(name, f"issues/{number}", issues_file or Path(f"{repo}#{number}"),
-                                    {"kind": DOC_KIND, "repo": repo, "framework": framework_of(repo)},
-                                    build=thread_entries,
-                                    read=_document(source.reader(number), sorted(flagged.get(number, ())), also)))
-    if unresolved and not include_unresolved:
-        found.notes.append(f"{unresolved} closed issue(s) of {repo} with no fix in the thread and no closing pull "
-                           "request or commit left out (--include-unresolved adds them)")
-    return found
+        analysis[number] = {"resolved": resolution.resolved, "duplicate_of": resolution.duplicate_of,
+                            "title": _one_line(thread.get("title")), "url": str(thread.get("url") or ""),
+                            "notices": sorted(flagged.get(number, ()))}
+    _save_analysis(source.store, analysis)
+    return analysis
+
+
+ANALYSIS_FILE = "analysis.json"
+
+
+def _analysis_key(store: ThreadStore) -> str | None:
+    """The store's size and time, and the code that judges threads: either changed, analyse again."""
+    try:
+        stat = store.issues_file.stat()
+    except OSError:
+        return None
+    code = hashlib.sha256()
+    for module in (resolution_module, boilerplate_module, text_module):
+        code.update(Path(module.__file__).read_bytes())
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{code.hexdigest()[:16]}"
+
+
+def _cached_analysis(store: ThreadStore | None) -> dict[int, dict] | None:
+    if store is None:
+        return None
+    key = _analysis_key(store)
+    try:
+        data = json.loads((store.folder / ANALYSIS_FILE).read_text(encoding="utf-8"))
+        if key is None or data.get("key") != key:
+            return None
+        return {int(number): found for number, found in data["threads"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _save_analysis(store: ThreadStore | None, analysis: dict[int, dict]) -> None:
+    key = _analysis_key(store) if store is not None else None
+    if key is None:
+        return
+    try:
+        store.write_private(ANALYSIS_FILE, json.dumps({"key": key, "threads": analysis}, ensure_ascii=False))
+    except OSError:
+        pass  # a cache: the next ingest analyses again
 
 
 def _document(read: Callable[[], dict | None], notices: list[int], also: list[dict]) -> Callable[[], str]:

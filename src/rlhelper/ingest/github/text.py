@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..parse.inline import CONTROL_CHARS
 
@@ -54,6 +55,9 @@ _SCRIPT_LINE = re.compile(r"\\\s*$|^\s*(?:export|set|source|cd|mkdir|conda|pip3?
 _ENV_LINE = re.compile(r"^\s*(?:[A-Za-z][\w.\- ]{0,40}(?:version|Version|VERSION)\s*[:=]|[A-Za-z][\w.\-]{0,60}"
                        r"(?:==|\s{2,})v?\d+(?:\.\d+)+\S*\s*$|Package\s+Version|-{5,}\s+-{5,}|\|\s+NVIDIA-SMI"
                        r"|Collecting environment information|(?:OS|GPU|CPU|CUDA|cuDNN|Python|Driver)\b[^:\n]{0,40}:)")
+# Every _LOG_LINE match holds one of these.
+_LOG_STEMS = ("Traceback", "File \"", "Error", "Exception", "error", "ERROR", "FAILED", "Killed", "out of memory",
+              "Segmentation", "core dumped", "错误", "报错", "异常")
 SCRIPT_SHARE = 0.5  # share of a block's non-empty lines that look like a script for it to be one
 ENV_SHARE = 0.5
 
@@ -69,8 +73,11 @@ _COMMAND = re.compile(r"(?:^|\s)(?:pip3? (?:install|uninstall)|uv (?:pip|add|syn
 
 def clean(text) -> str:
     """Control characters (terminal escapes) and CRLF out, issue templates' <!-- hints --> removed."""
-    if not isinstance(text, str):
-        return ""
+    return _clean(text) if isinstance(text, str) else ""
+
+
+@lru_cache(maxsize=256)  # the same comment is cleaned by each judgement that reads it
+def _clean(text: str) -> str:
     return without_html_comments(CONTROL_CHARS.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
 
 
@@ -117,15 +124,19 @@ def plain(text: str) -> str:
 def _plain_prose(text: str) -> list[str]:
     if not text:
         return []
-    text = _DROPPED_ELEMENTS.sub(" ", text)
-    text = _IMAGE_TAG.sub(" ", _IMAGE_MD.sub(" ", text))
-    text = _SUMMARY.sub(lambda m: m.group(1), text)
-    text = _IMAGE_URL.sub(" ", _TAG.sub(" ", text))
+    if "<" in text:  # most comments hold no HTML: skip the tag patterns for them
+        text = _DROPPED_ELEMENTS.sub(" ", text)
+        text = _SUMMARY.sub(lambda m: m.group(1), _IMAGE_TAG.sub(" ", text))
+        text = _TAG.sub(" ", text)
+    if "![" in text:
+        text = _IMAGE_MD.sub(" ", text)
+    if "://" in text:
+        text = _IMAGE_URL.sub(" ", text)
     out = []
     for line in text.split("\n"):
-        if _CHECKBOX.match(line):
+        if line[:12].lstrip()[:1] in ("-", "*") and _CHECKBOX.match(line):
             continue
-        heading = _HEADING.match(line)
+        heading = _HEADING.match(line) if "#" in line[:8] else None
         if heading:
             words = heading.group(1).strip()
             if len(words.split()) <= TEMPLATE_HEADING_WORDS and not _ERRORISH.search(words):
@@ -135,7 +146,7 @@ def _plain_prose(text: str) -> list[str]:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Block:
     kind: str  # "log" | "script" | "env" | "code"
     text: str
@@ -152,6 +163,12 @@ class Body:
 
 def split_body(text: str) -> Body:
     """The body's prose (plain), and its fenced and <details> blocks with what each is."""
+    prose, blocks = _split(text if isinstance(text, str) else "")
+    return Body(prose, list(blocks))
+
+
+@lru_cache(maxsize=1024)  # a comment is read by the notice pass, the fix's judgement and the entry
+def _split(text: str) -> tuple[str, tuple[Block, ...]]:
     prose: list[str] = []
     blocks: list[Block] = []
     current: list[str] | None = None
@@ -189,23 +206,36 @@ def split_body(text: str) -> Body:
             prose.append(line)
     if current:  # an unclosed fence or <details>: what it held is still a block
         blocks.append(Block(block_kind("\n".join(current)), "\n".join(current)))
-    return Body(plain("\n".join(prose)), [b for b in blocks if b.text.strip()])
+    return plain("\n".join(prose)), tuple(b for b in blocks if b.text.strip())
+
+
+KIND_SAMPLE = 40  # lines read from each end of a block to tell what it is: a 5,000-line log is a log at its ends
 
 
 def block_kind(text: str) -> str:
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         return "code"
-    logged = sum(1 for line in lines if _LOG_LINE.search(line))
+    if len(lines) > 2 * KIND_SAMPLE:
+        lines = lines[:KIND_SAMPLE] + lines[-KIND_SAMPLE:]
+    logged = sum(1 for line in lines if _is_log_line(line))
+    if logged >= 0.25 * len(lines):
+        return "log"  # whatever else it holds, a quarter of error lines make it a log (the rule below)
     scripted = sum(1 for line in lines if _SCRIPT_LINE.search(line))
-    listed = sum(1 for line in lines if _ENV_LINE.search(line))
     if logged and logged >= scripted * 0.25:
         return "log"
     if scripted >= SCRIPT_SHARE * len(lines):
         return "script"
+    listed = sum(1 for line in lines if _ENV_LINE.search(line))
     if listed >= ENV_SHARE * len(lines):
         return "env"
     return "code"
+
+
+@lru_cache(maxsize=4096)
+def _is_log_line(line: str) -> bool:
+    """_LOG_LINE, after a substring check that most lines fail at once."""
+    return any(stem in line for stem in _LOG_STEMS) and bool(_LOG_LINE.search(line))
 
 
 def holds_instructions(text: str) -> bool:

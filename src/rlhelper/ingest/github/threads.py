@@ -3,6 +3,8 @@
     <data_dir>/github/<owner>__<repo>/issues.jsonl   one thread a line; a later line of the
                                                       same number replaces an earlier one
     <data_dir>/github/<owner>__<repo>/state.json     where the next sync starts (see fetch.py)
+    <data_dir>/github/<owner>__<repo>/analysis.json  what ingest found in each thread (entries.analyse):
+                                                      read back while issues.jsonl is unchanged
 
 Both files are created 0600 (threads may come from a private repository). Appending
 keeps a sync that stops half-way (rate limit, ^C) from losing what it fetched; the
@@ -182,6 +184,11 @@ class ThreadStore:
     def save_state(self, state: dict) -> None:
         self._make_folder()
         self._write_atomic(self.state_file, json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+    def write_private(self, name: str, text: str) -> None:
+        """A file of the store's folder (a cache beside the threads), 0600, written whole."""
+        self._make_folder()
+        self._write_atomic(self.folder / name, text)
 
     def _make_folder(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
