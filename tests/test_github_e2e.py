@@ -153,28 +153,37 @@ def test_the_web_chat_filters_on_the_threads_and_escapes_them(synced, usem3_cach
     assert "<script" not in page and "<img" not in page and 'href="javascript' not in page
 
 
-def test_an_issue_ranks_below_a_doc_entry_saying_the_same(synced, tmp_path, usem3_cache):
-    """A thread copying a seed entry word for word (title = its heading, body and reply = its text)
-    scores as that entry does, and ranks right below it."""
+def test_an_issue_saying_what_a_doc_entry_says_ranks_by_the_fitted_tradeoff_and_both_are_quoted(synced, tmp_path,
+                                                                                                 usem3_cache):
+    """A thread copying a seed entry word for word (title = its heading, body and fix = its text)
+    scores as that entry does times the fitted trade-off (search/tradeoff.py), and the answer quotes
+    both, the docs first, each introduced as what it is."""
     from rlhelper.api import Helper
     from rlhelper.ingest.pipeline import ingest
-    from rlhelper.search.retrieve import ISSUE_FACTOR
+    from rlhelper.search.query import normalize_query
+    from rlhelper.search.tradeoff import tradeoff_model
 
     index = tmp_path / "index"
     shutil.copytree(os.path.realpath(synced["index"]), index)
     helper = Helper.load(index, user_bank=False)
-    doc = next(e for e in helper.entries if e.collection == "seeds" and e.answerable and len(e.text) > 300)
+    doc = next(e for e in helper.entries if e.collection == "seeds" and e.answerable and len(e.text) > 300
+               and "`" in e.text)
     thread = {"repo": REPO, "number": 99, "title": doc.heading, "body": doc.text, "url": f"{HTML}/issues/99",
-              "state": "closed", "closed_at": "2025-06-01T00:00:00Z", "closed_by": None,
+              "state": "closed", "closed_at": "2025-06-01T00:00:00Z", "closed_by": None, "author": "reporter",
               "comments": [{"association": "MEMBER", "author": "maint", "body": doc.text, "url": ""}]}
     ingest(index=index, documents=thread_sources({99: thread}, REPO, collection="twin-issue"))
-    hits = Helper.load(index, user_bank=False).search(doc.heading, k=5)
-    ranked = [(h.entry.collection, h.entry.kind) for h in hits[:2]]
-    assert ranked == [("seeds", "doc"), ("twin-issue", "issue")]
-    # Equal strength (each is first in one retriever, second in the other), so without the factor the
-    # two would tie; the thread's score is the doc's times ISSUE_FACTOR.
-    assert {hits[0].lexical_rank, hits[0].dense_rank} == {hits[1].lexical_rank, hits[1].dense_rank} == {1, 2}
-    assert hits[1].score == pytest.approx(hits[0].score * ISSUE_FACTOR) and ISSUE_FACTOR < 1
+    helper = Helper.load(index, user_bank=False)
+    hits = helper.search(doc.heading, k=5)
+    factor = tradeoff_model().issue_factor(normalize_query(doc.heading))
+    kinds = {(h.entry.collection, h.entry.kind) for h in hits[:2]}
+    assert kinds == {("seeds", "doc"), ("twin-issue", "issue")}
+    first, second = hits[:2]
+    if factor < 1:
+        assert first.entry.kind == "doc" and second.score == pytest.approx(first.score * factor)
+    answer = helper.ask(doc.heading)
+    assert [c.kind for c in answer.citations] == ["doc", "issue"]  # nearly tied: both, the docs first
+    assert "### The docs: " in answer.text and "### A reported issue with the same error, and how it was fixed: " \
+        in answer.text
 
 
 def test_an_export_file_is_ingested_like_the_api(synced, tmp_path):
@@ -215,3 +224,26 @@ def test_a_rate_limit_stops_the_cli_cleanly_and_the_same_command_resumes(synced,
         assert not fake.listed(f"/repos/{REPO}/issues/1/")  # the first page is not fetched again
     assert "stopped" not in resumed.stderr and "1 new or changed, 1 unchanged" in resumed.stdout
     assert TOKEN not in stopped.stderr + resumed.stderr
+
+
+def test_an_export_saved_before_a_rename_is_indexed_under_the_new_name_with_an_alias(synced, tmp_path):
+    old = "https://github.example/oldacme/widgetrl"
+    exported = [{"number": 8, "title": "SplineKnotError when resuming", "state": "CLOSED", "url": f"{old}/issues/8",
+                 "body": "SplineKnotError: knot vector not sorted after resume",
+                 "comments": [{"author": {"login": "maint"}, "authorAssociation": "MEMBER",
+                               "body": "Sort the knots on load: set `spline.sort_on_load=true`.",
+                               "url": f"{old}/issues/8#issuecomment-801", "createdAt": "2025-04-01T00:00:00Z"}]}]
+    (tmp_path / "old.json").write_text(json.dumps(exported))
+    index = tmp_path / "index"
+    shutil.copytree(os.path.realpath(synced["index"]), index)
+    env = {**synced["env"], "XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("GITHUB_API_URL")
+    command = ["ingest", "--github", REPO, "--github-export", str(tmp_path / "old.json"), "--index", str(index)]
+    refused = rlhelper(command, env)
+    assert refused.returncode == 0 and f"--github-alias oldacme/widgetrl={REPO}" in refused.stderr
+    read = rlhelper([*command, "--github-alias", f"oldacme/widgetrl={REPO}"], env)
+    assert read.returncode == 0, read.stderr[-2000:]
+    answer = json.loads(rlhelper(["ask", "SplineKnotError: knot vector not sorted after resume", "--json",
+                                  "--collection", COLLECTION, "--index", str(index)], env).stdout)
+    assert answer["citations"][0]["url"] == f"{HTML}/issues/8"
+    assert f"{HTML}/issues/8#issuecomment-801" in answer["text"]

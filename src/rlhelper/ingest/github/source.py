@@ -67,6 +67,8 @@ def update_threads(repo: str, *, exports: list[Path] | tuple = (), since: str | 
                    notify: Callable[[str], None] = lambda message: None, root: Path | None = None,
                    aliases: dict[str, str] | None = None) -> Update:
     repo = check_repo(repo)
+    if since:
+        iso_time(since)  # a bad date is said before any request
     aliases = dict(aliases or {})
     repo = next((new for old, new in aliases.items() if old.lower() == repo.lower()), repo)
     if exports:
