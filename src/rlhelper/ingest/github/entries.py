@@ -99,7 +99,7 @@ class _Threads:
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
         if self.store is not None:
-            yield from self.store.threads()
+            yield from self.store.threads(self.offsets)
         else:
             yield from sorted(self.given.items())
 

@@ -41,6 +41,7 @@ MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 FIX = 1.5  # a candidate scoring this much holds a fix
 MAX_FIXES = 2  # quoted per thread: the best ones, shown in thread order
 SHORT_REPLY = 280  # characters: a reply this short is quoted with the comment it answers
+JUDGED_CHARS = 8000  # of a comment judged (and quoted from): a fix is said before the log pasted under it
 
 # Score parts (see the module docstring); set by reading what each kind of comment scores,
 # so that a maintainer's command, a confirmed workaround and a reporter's explained fix pass
@@ -169,7 +170,7 @@ def resolve(thread: dict, notices: set | frozenset = frozenset()) -> Resolution:
     reporter = str(thread.get("author") or "")
     comments = []
     for position, comment in enumerate(thread.get("comments") or []):
-        body = clean(comment.get("body"))
+        body = clean(str(comment.get("body") or "")[:JUDGED_CHARS])
         if not body.strip() or is_bot(comment) or comment.get("minimized"):
             continue
         if position in notices or is_notice_text(body):

@@ -218,9 +218,11 @@ def block_kind(text: str) -> str:
         return "code"
     if len(lines) > 2 * KIND_SAMPLE:
         lines = lines[:KIND_SAMPLE] + lines[-KIND_SAMPLE:]
-    logged = sum(1 for line in lines if _is_log_line(line))
-    if logged >= 0.25 * len(lines):
-        return "log"  # whatever else it holds, a quarter of error lines make it a log (the rule below)
+    enough, logged = 0.25 * len(lines), 0
+    for line in lines:
+        logged += _is_log_line(line)
+        if logged >= enough:
+            return "log"  # whatever else it holds, a quarter of error lines make it a log (the rule below)
     scripted = sum(1 for line in lines if _SCRIPT_LINE.search(line))
     if logged and logged >= scripted * 0.25:
         return "log"

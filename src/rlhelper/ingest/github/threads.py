@@ -117,9 +117,10 @@ class ThreadStore:
         except OSError as exc:
             raise GitHubError(f"cannot read {self.issues_file}: {exc.strerror or exc}") from None
 
-    def threads(self):
-        """(number, thread) of each stored thread, in number order, one at a time."""
-        offsets = self.offsets()
+    def threads(self, offsets: dict[int, int] | None = None):
+        """(number, thread) of each stored thread, in number order, one at a time (`offsets`: from
+        offsets(), when the caller has them)."""
+        offsets = self.offsets() if offsets is None else offsets
         if not offsets:
             return
         try:
