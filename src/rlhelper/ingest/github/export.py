@@ -70,6 +70,12 @@ def read_exports(paths: list[Path], repo: str, aliases: dict[str, str] | None = 
     matched = attach_pulls(threads, [p for p in gh_pulls if _of_repo(str(p.get("url") or ""), names)])
     if gh_pulls and not matched:
         notes.append(f"none of the {len(gh_pulls)} pull request(s) exported closed an issue of {repo} read here")
+    bare = sum(1 for t in threads if str((t.get("closed_by") or {}).get("ref", "")).startswith("#")
+               and not (t.get("closed_by") or {}).get("title"))
+    if bare:
+        notes.append(f"{bare} issue(s) closed by a pull request whose title and description are in no export: add "
+                     f"`gh pr list -R {repo} --state merged --limit 10000 --json number,title,body,url,"
+                     "closingIssuesReferences` as another --github-export to quote what changed")
     if others:
         notes.append(other_repositories_note(others, repo))
     if pulls:
