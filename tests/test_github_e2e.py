@@ -246,4 +246,4 @@ def test_an_export_saved_before_a_rename_is_indexed_under_the_new_name_with_an_a
     answer = json.loads(rlhelper(["ask", "SplineKnotError: knot vector not sorted after resume", "--json",
                                   "--collection", COLLECTION, "--index", str(index)], env).stdout)
     assert answer["citations"][0]["url"] == f"{HTML}/issues/8"
-    assert f"{HTML}/issues/8#issuecomment-801" in answer["text"]
+    assert f"{HTML}/issues/8#issuecomment-801" in answer["answer"]

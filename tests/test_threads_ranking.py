@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from rlhelper.answer.extractive import BOTH_RATIO, build_answer, cited_hits, cited_positions
+from rlhelper.answer.extractive import build_answer, cited_hits, cited_positions
 from rlhelper.measure.sets import ANY_HEADING, load_eval_set, relevance_gains
 from rlhelper.measure.tradeoff import Ranked, fit
 from rlhelper.schema import Entry, Hit
@@ -35,27 +35,28 @@ def thread(eid: str = "t", framework: str = "verl", number: int = 7) -> Entry:
 # --- both shown ---------------------------------------------------------------------------------------
 
 
-def test_a_thread_that_nearly_ties_with_a_doc_entry_is_quoted_after_it_as_what_it_is():
+def test_a_thread_that_answers_beside_a_doc_entry_is_quoted_after_it_as_what_it_is():
     hits = [Hit(1, 1.0, thread()), Hit(2, 0.9, doc())]
-    answer = build_answer("oom in rollout", "oom in rollout", hits, abstained=False)
+    answer = build_answer("oom in rollout", "oom in rollout", hits, abstained=False, companion=1)
     assert [c.kind for c in answer.citations] == ["doc", "issue"]  # the docs first
     assert "### The docs: OOM in rollout [1]" in answer.text
     assert "### A reported issue with the same error, and how it was fixed: Rollout OOM at step 3 [2]" in answer.text
     assert [p.kind for p in answer.parts] == ["fix", "symptom", "maintainer_fix"]
-    zh = build_answer("rollout 显存不足", "rollout 显存不足", hits, abstained=False)
+    zh = build_answer("rollout 显存不足", "rollout 显存不足", hits, abstained=False, companion=1)
     assert "### 文档：OOM in rollout [1]" in zh.text and "报告过同样错误的 issue 及其解决方法：" in zh.text
 
 
-def test_a_thread_far_below_the_doc_entry_is_only_related():
-    hits = [Hit(1, 1.0, doc()), Hit(2, BOTH_RATIO - 0.05, thread())]
+def test_without_a_companion_a_close_thread_is_only_related():
+    hits = [Hit(1, 1.0, doc()), Hit(2, 0.97, thread())]
     assert [h.entry.kind for h in cited_hits(hits)] == ["doc"]
-    hits = [Hit(1, 1.0, doc()), Hit(2, 0.95, doc("d2")), Hit(3, 0.94, doc("d3")), Hit(4, 0.93, thread())]
-    assert [h.entry.id for h in cited_hits(hits)] == ["d"]  # the other kind must be within the top 3
+    answer = build_answer("oom in rollout", "oom in rollout", hits, abstained=False)
+    assert [c.kind for c in answer.citations] == ["doc"] and answer.runners_up()[0].entry.kind == "issue"
 
 
 def test_cited_positions_is_what_cited_hits_does():
     assert cited_positions([1.0, 0.995, 0.5], [False, False, True]) == [0, 1]  # a tie, as before
-    assert cited_positions([1.0, 0.85], [True, False]) == [1, 0]
+    assert cited_positions([1.0, 0.85], [True, False], companion=1) == [1, 0]
+    assert cited_positions([1.0, 0.85], [True, False]) == [0]
     assert cited_positions([], []) == []
 
 
@@ -86,18 +87,19 @@ def test_the_tradeoff_is_read_from_the_users_file_first_and_bounded(tmp_path, mo
 
 
 def test_the_fit_keeps_the_factor_that_quotes_the_most_right_entries():
-    # Two thread reports whose thread is second behind a doc entry at 0.85 and 0.7 of its score, and
-    # a doc question whose doc entry leads a thread by 10 %. The answer quotes the nearly tied other
-    # kind too (BOTH_RATIO 0.8), so all three are answered for factors from 0.8/0.7 to 1/(0.9*0.8);
-    # among those, the first thread leads above 1/0.85: the fit takes the smallest grid factor there.
-    ranked = [Ranked("threads", [(1, 1.0), (2, 0.85)], frozenset({2}), frozenset({2}), False),
-              Ranked("threads", [(1, 1.0), (3, 0.7)], frozenset({3}), frozenset({3}), False),
-              Ranked("seeds", [(4, 1.0), (5, 0.9)], frozenset({4}), frozenset({5}), False)]
+    # Two thread reports whose thread is second behind a doc entry (at 0.85 and 0.7 of its score), and a
+    # doc question whose doc entry leads a thread by 10 %. The first thread and the doc entry are plain
+    # answers on their own (`fits`), so each is quoted beside the other kind while in the top 3; the second
+    # thread is not, so it is quoted only when it leads or ties (within 1 %): from 0.99/0.7 on, where the doc
+    # question's doc entry, behind its thread, is still quoted beside it. The fit takes the smallest such factor.
+    ranked = [Ranked("threads", [(1, 1.0), (2, 0.85)], frozenset({2}), frozenset({2}), False, frozenset({2})),
+              Ranked("threads", [(1, 1.0), (3, 0.7)], frozenset({3}), frozenset({3}), False, frozenset()),
+              Ranked("seeds", [(4, 1.0), (5, 0.9)], frozenset({4}), frozenset({5}), False, frozenset({4}))]
     model, figures = fit(ranked)
     factor = model.factor(is_log=False)
-    assert 1.0 / 0.85 < factor <= 1.0 / (0.9 * BOTH_RATIO)
+    assert 0.99 / 0.7 <= factor < 1.0 / 0.7
     assert figures["threads"]["fitted"] == {"n": 2, "quoted": 1.0, "recall@1": 0.5, "recall@3": 1.0}
-    assert figures["seeds"]["fitted"]["quoted"] == 1.0 and figures["seeds"]["fitted"]["recall@1"] == 0.0
+    assert figures["seeds"]["fitted"] == {"n": 1, "quoted": 1.0, "recall@1": 0.0, "recall@3": 1.0}
 
 
 # --- a thread's own bands ------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ would pad the answer (the figures: eval/DECISIONS.md). The runners-up stay in
 `Answer.hits`, which the CLI and the web chat list as related entries.
 
 One exception: when the best entry is a doc section and a reported issue's thread
-nearly ties with it (or the other way round), both are quoted, the docs first,
+among the first three would be a plain answer on its own too (or the other way
+round: retrieve.Retriever.companion), both are quoted, the docs first,
 each introduced as what it is ("The docs: …", "A reported issue with the same
 error, and how it was fixed: …"). The docs say what the project recommends;
 the thread shows the same error met and fixed, which a doc entry that only
@@ -56,10 +57,6 @@ _LABEL_LINE = re.compile(r"^\*\*(?P<label>[^*\n]{1,30}?)\s*[:：]?\s*\*\*\s*[:�
 # Within this fraction of the best fused score, another entry ties and is quoted too.
 TIE_RATIO = 0.99
 MAX_CITED = 2
-# A doc entry and a thread both answer when the best of the other kind is within the top BOTH_WITHIN
-# and scores at least BOTH_RATIO of the best (eval/DECISIONS.md, "Docs and threads in one ranking").
-BOTH_RATIO = 0.8
-BOTH_WITHIN = 3
 WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
                      "often score as high; check that it fits your case.")
 KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply",
@@ -132,39 +129,27 @@ def citation_for(hit: Hit, number: int) -> Citation:
     )
 
 
-def cited_hits(hits: list[Hit]) -> list[Hit]:
-    """The best hit, and a runner-up that ties with it, or the best of the other kind (doc or
-    thread) when it nearly ties: then the doc entry comes first."""
-    return [hits[i] for i in cited_positions([h.score for h in hits], [is_thread(h) for h in hits])]
+def cited_hits(hits: list[Hit], companion: int | None = None) -> list[Hit]:
+    """The best hit, and a runner-up that ties with it, or the `companion` (retrieve.Retriever.companion:
+    an entry of the other kind, doc or thread, that answers on its own too): then the doc entry comes first."""
+    return [hits[i] for i in cited_positions([h.score for h in hits], [is_thread(h) for h in hits], companion)]
 
 
 def is_thread(hit: Hit) -> bool:
     return hit.entry.kind == "issue"
 
 
-def cited_positions(scores: list[float], threads: list[bool]) -> list[int]:
+def cited_positions(scores: list[float], threads: list[bool], companion: int | None = None) -> list[int]:
     """cited_hits on a ranking's scores and kinds (also what measure/tradeoff.py simulates)."""
     if not scores:
         return []
     best = scores[0]
     cited = [i for i in range(min(MAX_CITED, len(scores))) if best <= 0 or scores[i] >= best * TIE_RATIO]
-    companion = companion_position(scores, threads)
-    if companion is not None and companion not in cited:
+    if companion is not None and 0 < companion < len(scores) and companion not in cited:
         cited = [cited[0], companion]
     if len({threads[i] for i in cited}) == 2:
         cited.sort(key=lambda i: threads[i])
     return cited
-
-
-def companion_position(scores: list[float], threads: list[bool]) -> int | None:
-    """The best hit of the other kind than the first (a thread for a doc entry, a doc entry for a
-    thread) when it nearly ties with the first: both answer, each in its own way."""
-    if not scores or scores[0] <= 0:
-        return None
-    for i in range(1, min(BOTH_WITHIN, len(scores))):
-        if threads[i] != threads[0]:
-            return i if scores[i] >= scores[0] * BOTH_RATIO else None
-    return None
 
 
 def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit], indexed: Iterable[str]) -> str | None:
@@ -255,6 +240,7 @@ def build_answer(
     weak: bool = False,
     named_frameworks: dict[str, float] | None = None,
     indexed_frameworks: Iterable[str] = (),
+    companion: int | None = None,
 ) -> Answer:
     """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related".
     A weak answer (confidence.py: the band above the threshold) says so in a notice, and so does
@@ -265,7 +251,7 @@ def build_answer(
                       hits, notices)
     citations: list[Citation] = []
     parts: list[AnswerPart] = []
-    cited = cited_hits(hits)
+    cited = cited_hits(hits, companion)
     for number, hit in enumerate(cited, start=1):
         citations.append(citation_for(hit, number))
         parts.extend(parts_for(hit, number))

@@ -345,7 +345,7 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
     tokens = [lexical_tokens(e) for e in entries]
     record = {"collection": source.collection, "doc": source.doc, "sha256": sha, "content_sha256": content,
               "entries": len(entries), "meta": source.meta}
-    if source.text is None:  # a file: status and answers tell when it changed since
+    if source.text is None and source.read is None:  # a file: status and answers tell when it changed since
         stat = source.path.stat()
         record.update(source=str(source.path.resolve()), size=stat.st_size, mtime=stat.st_mtime)
     report.updated += 1

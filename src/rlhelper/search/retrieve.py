@@ -49,7 +49,8 @@ from .ranking import AskedAs, QueryTerms, Ranking, section_key
 from .spelling import Corrector
 from .tradeoff import TradeoffModel, tradeoff_model
 
-MODES = ("hybrid", "lexical", "dense", "judge")  # judge: hybrid, then the trained judge's say (judge.py)
+MODES = ("hybrid", "lexical", "dense", "judge")
+BOTH_WITHIN = 3  # a doc entry and a thread both fit when the other kind's best is this high and a plain answer  # judge: hybrid, then the trained judge's say (judge.py)
 CANDIDATES = 50  # depth taken from each retriever before fusion
 LEXICAL_WEIGHT = 3.0  # RRF weight of BM25's ranking; the embedder's is 1
 RRF_K = 10
@@ -74,6 +75,9 @@ class Retrieval:
     notices: list[str] = field(default_factory=list)
     signals: Signals | None = None
     weak: bool = False  # answered, in the confidence band where most unanswerable questions also land
+    # The position in `hits` of an entry of the other kind than the first (a doc entry beside a thread, or
+    # a thread beside a doc entry) that answers on its own too: the answer quotes both (answer/extractive.py).
+    companion: int | None = None
 
     @property
     def normalized_query(self) -> str:
@@ -227,8 +231,27 @@ class Retriever:
                                                          kind))
         if hits and ranking.pinned_lead:  # the user accepted this entry for this very question
             abstained = weak = False
+        companion = None if abstained else self.companion(normalized.text, ranking, allowed, mode)
         return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals,
-                         weak)
+                         weak, companion if companion is not None and companion < len(hits) else None)
+
+    def companion(self, text: str, ranking: Ranking, allowed: np.ndarray, mode: str) -> int | None:
+        """The position of the best entry of the other kind than the first (doc or thread) within the top
+        BOTH_WITHIN, when it would be a plain answer on its own: its confidence clears its kind's
+        threshold and weak-match ceiling. Then a doc entry and a thread both fit, and both are quoted."""
+        entries, model = self.index.entries, self.confidence_model
+        if not ranking.fused:
+            return None
+        first = entries[ranking.fused[0][0]].kind == "issue"
+        for position, (row, _) in enumerate(ranking.fused[1:BOTH_WITHIN], start=1):
+            kind = entries[row].kind
+            if (kind == "issue") == first:
+                continue
+            signals = self.signals(text, ranking, allowed, row=row)
+            confidence = model.confidence(signals) if signals is not None else 0.0
+            fits = confidence >= model.threshold(mode, kind) and not model.weak(confidence, mode, kind)
+            return position if fits else None
+        return None
 
     def assess(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
                mode: str = "hybrid") -> tuple[Ranking, Signals | None]:
@@ -440,15 +463,15 @@ class Retriever:
             found = self._token_sets[row] = frozenset(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))
         return found
 
-    def signals(self, text: str, ranking: Ranking, allowed: np.ndarray) -> Signals | None:
-        """What the retrievers said about the top entry (None when nothing was found).
+    def signals(self, text: str, ranking: Ranking, allowed: np.ndarray, row: int | None = None) -> Signals | None:
+        """What the retrievers said about the top entry, or about `row` (None when nothing was found).
 
         Both retrievers are consulted whatever the mode, so a lexical-only
         search is judged by the same evidence as a hybrid one.
         """
         if not ranking.fused:
             return None
-        row = ranking.fused[0][0]
+        row = ranking.fused[0][0] if row is None else row
         dense_ids, dense_scores = ranking.dense_ids, ranking.dense_scores
         if len(dense_ids) < 2:
             dense_ids, dense_scores = self.dense_ranking(text, allowed, 2)
