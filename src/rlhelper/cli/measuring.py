@@ -67,6 +67,9 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
         else:
             model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
                                            index=index)
+            if not model.kind_bands:  # they rest on the weights just refitted: set again, not kept stale
+                click.echo("note: a thread's confidence bands, if the file had them, are left out: calibrate them "
+                           "again with --set eval/threads.jsonl --split dev --calibrate", err=True)
         click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
     if with_judge and write_baseline:
         raise click.UsageError("the baseline gates the default path: drop --judge")
