@@ -11,6 +11,14 @@ Only the best entry is quoted. A runner-up is cited too only when it ties
 (fused score within 1 %): a close second is mostly a wrong fix, so quoting it
 would pad the answer (the figures: eval/DECISIONS.md). The runners-up stay in
 `Answer.hits`, which the CLI and the web chat list as related entries.
+
+One exception: when the best entry is a doc section and a reported issue's thread
+among the first three would be a plain answer on its own too (or the other way
+round: retrieve.Retriever.companion), both are quoted, the docs first,
+each introduced as what it is ("The docs: …", "A reported issue with the same
+error, and how it was fixed: …"). The docs say what the project recommends;
+the thread shows the same error met and fixed, which a doc entry that only
+shares the error's words cannot.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import textwrap
 from collections.abc import Iterable
 
 from ..schema import MAX_QUOTED_CHARS, Entry, Hit, title_trail
-from .language import ALSO_RELEVANT, language_of
+from .language import ALSO_RELEVANT, DOCS_LEAD, ISSUE_LEAD, language_of
 from .model import RELATED_SHOWN, Answer, AnswerPart, Citation
 from .sources import place
 
@@ -33,7 +41,14 @@ LABEL_KINDS = {
         "solution", "solutions", "fix", "fixes", "修复", "解决方案", "临时解决方案",
         "debug", "排查步骤", "causes & solutions", "workaround",
     ),
-    "reply": ("maintainer's reply",),  # a GitHub thread's (github/entries.py)
+    # A GitHub thread's parts (ingest/github/entries.py): who gave the fix, or what closed the issue.
+    "reply": ("maintainer's reply",),
+    "maintainer_fix": ("maintainer's fix",),
+    "reporter_fix": ("reporter's fix",),
+    "user_fix": ("fix from another user",),
+    "report_fix": ("workaround in the report",),
+    "pull": ("fixed by pull request",),
+    "duplicates": ("also reported as",),
 }
 _KIND_OF_LABEL = {label: kind for kind, labels in LABEL_KINDS.items() for label in labels}
 
@@ -45,9 +60,15 @@ TIE_RATIO = 0.99
 MAX_CITED = 2
 WEAK_MATCH_NOTICE = ("Weak match: this is the closest entry, but questions the docs do not answer "
                      "often score as high; check that it fits your case.")
-KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply", "text": ""}
+KIND_TITLES = {"symptom": "Symptom", "cause": "Cause", "fix": "Fix", "reply": "Maintainer's reply",
+               "maintainer_fix": "Maintainer's fix", "reporter_fix": "Reporter's fix",
+               "user_fix": "Fix from another user", "report_fix": "Workaround in the report",
+               "pull": "Fixed by pull request", "duplicates": "Also reported as", "text": ""}
 # A question asked in Chinese is answered with Chinese labels (the quoted doc text stays as written).
-KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复", "text": ""}
+KIND_TITLES_ZH = {"symptom": "症状", "cause": "原因", "fix": "解决方法", "reply": "维护者的回复",
+                  "maintainer_fix": "维护者给出的解决方法", "reporter_fix": "报告者自己的解决方法",
+                  "user_fix": "其他用户给出的解决方法", "report_fix": "报告中的临时解决方法",
+                  "pull": "修复它的拉取请求", "duplicates": "重复的报告", "text": ""}
 # Training frameworks as their docs spell them; frameworks.detect_frameworks keys them in lower case.
 FRAMEWORK_NAMES = {"verl": "verl", "skyrl": "SkyRL", "slime": "slime", "rlinf": "RLinf"}
 NAMED = 0.5  # hint strength from which a query names a framework (the bare word "slime" gives 0.6)
@@ -109,12 +130,27 @@ def citation_for(hit: Hit, number: int) -> Citation:
     )
 
 
-def cited_hits(hits: list[Hit]) -> list[Hit]:
-    """The best hit, and a runner-up that ties with it."""
-    if not hits:
+def cited_hits(hits: list[Hit], companion: int | None = None) -> list[Hit]:
+    """The best hit, and a runner-up that ties with it, or the `companion` (retrieve.Retriever.companion:
+    an entry of the other kind, doc or thread, that answers on its own too): then the doc entry comes first."""
+    return [hits[i] for i in cited_positions([h.score for h in hits], [is_thread(h) for h in hits], companion)]
+
+
+def is_thread(hit: Hit) -> bool:
+    return hit.entry.kind == "issue"
+
+
+def cited_positions(scores: list[float], threads: list[bool], companion: int | None = None) -> list[int]:
+    """cited_hits on a ranking's scores and kinds (also what measure/tradeoff.py simulates)."""
+    if not scores:
         return []
-    best = hits[0].score
-    return [h for h in hits[:MAX_CITED] if best <= 0 or h.score >= best * TIE_RATIO]
+    best = scores[0]
+    cited = [i for i in range(min(MAX_CITED, len(scores))) if best <= 0 or scores[i] >= best * TIE_RATIO]
+    if companion is not None and 0 < companion < len(scores) and companion not in cited:
+        cited = [cited[0], companion]
+    if len({threads[i] for i in cited}) == 2:
+        cited.sort(key=lambda i: threads[i])
+    return cited
 
 
 def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit], indexed: Iterable[str]) -> str | None:
@@ -129,10 +165,13 @@ def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit],
     if len(wanted) != 1 or quoted.framework == wanted[0] or quoted.framework not in FRAMEWORK_NAMES:
         return None
     asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
+    # A thread is one user's case on another project's tracker: named as such, not as docs.
+    source = f"a reported issue of {found}'s tracker" if quoted.kind == "issue" else f"{found}'s docs"
+    this = "this fix" if quoted.kind == "issue" else "this entry"
     if wanted[0] not in set(indexed):
-        return (f"Your query is about {asked}, but this index holds no {asked} docs; this entry is from "
-                f"{found}'s docs: its settings and flags may not apply to {asked}.")
-    notice = (f"Your query is about {asked}, but this entry is from {found}'s docs: its settings and flags "
+        return (f"Your query is about {asked}, but this index holds no {asked} docs; {this} is from "
+                f"{source}: its settings and flags may not apply to {asked}.")
+    notice = (f"Your query is about {asked}, but {this} is from {source}: its settings and flags "
               f"may not apply to {asked}.")
     own = next((h.entry for h in related if h.entry.framework == wanted[0]), None)
     if own is not None:
@@ -165,13 +204,18 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation], lang: st
     """Markdown answer text with [n] markers after every block; labels in `lang` (en or zh)."""
     out: list[str] = []
     by_number = {c.number: c for c in citations}
+    both = len({c.kind == "issue" for c in citations}) == 2  # a doc entry and a thread: each named as what it is
     current = None
     for part in parts:
         if part.citation != current:
             current = part.citation
             c = by_number[current]
             trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
-            lead = "" if current == 1 else ALSO_RELEVANT.get(lang, ALSO_RELEVANT["en"])
+            if both:
+                leads = ISSUE_LEAD if c.kind == "issue" else DOCS_LEAD
+                lead = leads.get(lang, leads["en"])
+            else:
+                lead = "" if current == 1 else ALSO_RELEVANT.get(lang, ALSO_RELEVANT["en"])
             out.append(f"### {lead}{c.heading} [{current}]\n_{trail}_")
         title = (KIND_TITLES_ZH if lang == "zh" else KIND_TITLES)[part.kind]
         label = f"**{title}** [{part.citation}]\n\n" if title else ""
@@ -198,6 +242,7 @@ def build_answer(
     weak: bool = False,
     named_frameworks: dict[str, float] | None = None,
     indexed_frameworks: Iterable[str] = (),
+    companion: int | None = None,
 ) -> Answer:
     """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related".
     A weak answer (confidence.py: the band above the threshold) says so in a notice, and so does
@@ -208,15 +253,16 @@ def build_answer(
                       hits, notices)
     citations: list[Citation] = []
     parts: list[AnswerPart] = []
-    cited = cited_hits(hits)
+    cited = cited_hits(hits, companion)
     for number, hit in enumerate(cited, start=1):
         citations.append(citation_for(hit, number))
         parts.extend(parts_for(hit, number))
     text = render_markdown(parts, citations, language_of(query))
     related = [h for h in hits if h not in cited][:RELATED_SHOWN]
-    mismatch = framework_notice(named_frameworks or {}, hits[0].entry, related, indexed_frameworks)
-    if mismatch:
-        notices.append(mismatch)
+    for hit in cited:  # each quoted entry: a doc entry and a thread may be of two projects
+        mismatch = framework_notice(named_frameworks or {}, hit.entry, related, indexed_frameworks)
+        if mismatch and mismatch not in notices:
+            notices.append(mismatch)
     if weak:
         notices.append(WEAK_MATCH_NOTICE)
     return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices, weak_match=weak)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..schema import Entry, Hit, title_trail
-from .language import ALSO_RELEVANT, language_of
+from .language import HEADING_LEADS, language_of
 from .markup import code_block, esc, inline, link, markdown_html, preformatted, safe_url  # noqa: F401 (re-exported)
 from .sources import (
     NO_UPSTREAM,
@@ -185,7 +185,7 @@ def _literal_headings(citations: list[Citation], refs: dict[int, str | None]) ->
     literal = {}
     for c in citations:
         ref = inline(f"[{c.number}]", refs)
-        for lead in ("", *ALSO_RELEVANT.values()):
+        for lead in HEADING_LEADS:
             literal[f"### {lead}{c.heading} [{c.number}]"] = f"<h5>{esc(lead + c.heading)} {ref}</h5>"
         trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
         literal[f"_{trail}_"] = f"<p><em>{esc(trail)}</em></p>"
