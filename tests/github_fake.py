@@ -2,7 +2,8 @@
 
 Real HTTP (a ThreadingHTTPServer), the API's JSON shapes, Link-header pagination,
 the issues list's filters (state, since, labels, sort=updated asc), a token check,
-and faults on demand: a rate-limit answer, a 502. The threads are written for these
+the repository itself (GET /repos/O/R, and a renamed one's 301 to /repositories/ID), the pull
+requests a commit belongs to, and faults on demand: a rate-limit answer, a 502. The threads are written for these
 tests (invented errors of an invented library): no issue text comes from GitHub.
 """
 
@@ -16,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = "ghp_FAKE_s3cret_T0KEN_for_tests_only"
 REPO = "acme/widgetrl"
+REPO_ID = 4242
 HTML = "https://github.example/acme/widgetrl"
 
 
@@ -94,6 +96,8 @@ class FakeGitHub:
     def __init__(self, per_page_cap: int = 2, token: str = TOKEN):
         self.issues, self.comments, self.events = default_threads()
         self.per_page_cap = per_page_cap  # small, so pagination is exercised with a handful of issues
+        self.commit_pulls: dict[str, list[dict]] = {}  # sha -> GET /repos/O/R/commits/SHA/pulls
+        self.old_names: set[str] = set()  # names the repository had: answered with a 301 to /repositories/ID
         self.token = token
         self.requests: list[str] = []  # path?query of every request, in order
         self.auth_headers: list[str | None] = []
@@ -131,9 +135,19 @@ class FakeGitHub:
             if fault:
                 return int(fault[1]), {}, {"message": "Bad gateway"}
         parts = path.strip("/").split("/")
+        if "/".join(parts[1:3]) in self.old_names:  # GitHub's answer for a renamed repository
+            location = f"{self.url}/repositories/{REPO_ID}/" + "/".join(parts[3:])
+            query_text = urllib.parse.urlencode(query)
+            return 301, {"location": location + (f"?{query_text}" if query_text else "")}, {"message": "Moved"}
+        if parts[:2] == ["repositories", str(REPO_ID)]:
+            parts = ["repos", *REPO.split("/"), *parts[2:]]
         if parts[:3] != ["repos", *REPO.split("/")]:
             return 404, {}, {"message": "Not Found"}
         rest = parts[3:]
+        if rest == []:
+            return 200, {}, {"id": REPO_ID, "full_name": REPO, "html_url": HTML}
+        if len(rest) == 3 and rest[0] == "commits" and rest[2] == "pulls":
+            return 200, {}, self.commit_pulls.get(rest[1], [])
         if rest == ["issues"]:
             return self._page(path, query, self._list(query))
         if len(rest) == 3 and rest[0] == "issues" and rest[2] == "comments":

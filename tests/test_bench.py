@@ -196,8 +196,15 @@ def test_synthetic_threads_are_deterministic_resolved_threads_of_their_case():
     assert first == [synthetic.synthetic_thread(base, i) for i in range(5)]
     assert all(is_resolved(t) and synthetic.MARKER.search(t["title"]) for t in first)
     doc = thread_sources({t["number"]: t for t in first}, synthetic.THREADS_REPO).docs[0]
-    [entry], _ = doc.build(doc.text, collection=doc.collection, doc=doc.doc, meta=doc.meta)
-    assert entry.kind == "issue" and "case 0000000" in entry.heading and "Maintainer's reply" in entry.text
+    [entry], _ = doc.build(doc.read(), collection=doc.collection, doc=doc.doc, meta=doc.meta)
+    assert entry.kind == "issue" and "case 0000000" in entry.heading and "Maintainer's fix" in entry.text
+    grown = synthetic.synthetic_thread(base, 4, size=200_000)
+    assert 200_000 <= len(json.dumps(grown)) < 400_000 and grown["comments"][-1]["author"] == "triage"
+    assert grown == synthetic.synthetic_thread(base, 4, size=200_000)
+    from rlhelper.ingest.github.resolution import resolve
+
+    [fix] = resolve(grown).fixes  # the pasted "same here" logs and the triage notice are no fix
+    assert fix.comment["author"] == "maintainer"
 
 
 @pytest.mark.slow

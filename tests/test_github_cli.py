@@ -33,3 +33,28 @@ def test_options_out_of_place_are_usage_errors(env, tmp_path, args, says):
 def test_bad_values_are_one_line_errors(env, args, says):
     message = one_line_error(rlhelper(["ingest", *args], env))
     assert says in message
+
+
+def test_a_repository_with_nothing_to_index_is_a_clean_exit_with_a_message(env, tmp_path):
+    """A repository whose closed threads hold no fix (a stale bot closed them) is a normal state: exit 0."""
+    import json
+
+    notice = {"author": {"login": "stale"}, "authorAssociation": "NONE", "createdAt": "2025-03-01T00:00:00Z",
+              "body": "This issue is stale because it has had no activity. It will be closed in 7 days.",
+              "url": "https://github.example/acme/widgetrl/issues/3#issuecomment-1"}
+    export = tmp_path / "issues.json"
+    export.write_text(json.dumps([{"number": 3, "title": "Gizmo stalls", "body": "It stalls.", "state": "CLOSED",
+                                   "url": "https://github.example/acme/widgetrl/issues/3", "comments": [notice]}]))
+    proc = rlhelper(["ingest", "--github", "acme/widgetrl", "--github-export", str(export), "--index",
+                     str(tmp_path / "index")], env)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing to index from acme/widgetrl" in proc.stdout and "Traceback" not in proc.stderr
+    assert not (tmp_path / "index").exists()
+
+
+def test_a_bad_alias_is_a_one_line_error(env, tmp_path):
+    export = tmp_path / "issues.json"
+    export.write_text("[]")
+    message = one_line_error(rlhelper(["ingest", "--github", "acme/widgetrl", "--github-export", str(export),
+                                       "--github-alias", "oldacme-widgetrl"], env))
+    assert "--github-alias 'oldacme-widgetrl' is not OLD=NEW" in message

@@ -1,6 +1,6 @@
 """Closed GitHub issues as a source, end to end: `rlhelper ingest --github` against a fake API on
 127.0.0.1 (tests/github_fake.py) into a real index beside the seeds, then `rlhelper ask` finds the
-thread and cites it as a reported issue, with the maintainer's reply and its link."""
+thread and cites it as a reported issue, with the maintainer's fix and its link."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_ingest_fetches_and_indexes_only_answered_closed_issues(synced):
     first = synced["first"]
     assert first.returncode == 0, first.stderr[-2000:]
     assert "fetched 5 changed since the last sync" in first.stderr
-    assert "2 closed issue(s) of acme/widgetrl with no maintainer reply" in first.stderr
+    assert "2 closed issue(s) of acme/widgetrl with no fix in the thread" in first.stderr
     assert "2 documents indexed (2 new or changed" in first.stdout
 
     from rlhelper.index.store import Index
@@ -68,7 +68,8 @@ def test_a_second_ingest_fetches_only_the_issue_list(synced):
     second = synced["second"]
     assert second.returncode == 0, second.stderr[-2000:]
     assert "fetched 0 changed" in second.stderr and "0 new or changed" in second.stdout
-    assert [r.split("?")[0] for r in synced["second_requests"]] == [f"/repos/{REPO}/issues"]
+    # The repository (is it renamed?), then one page of the issue list.
+    assert [r.split("?")[0] for r in synced["second_requests"]] == [f"/repos/{REPO}", f"/repos/{REPO}/issues"]
 
 
 def test_info_does_not_take_the_threads_for_a_missing_folder(synced):
@@ -94,7 +95,7 @@ def test_the_token_is_in_no_output_and_no_file(synced):
 def test_ask_cites_the_thread_as_a_reported_issue_with_the_reply_and_its_link(synced):
     shown = _ask(synced, ZORBLE).stdout
     assert "Reported issue widgetrl#1, closed 2025-03 (fixed by 0123456)" in shown
-    assert "Maintainer's reply" in shown and f"{HTML}/issues/1#issuecomment-102" in shown
+    assert "Maintainer's fix" in shown and f"{HTML}/issues/1#issuecomment-102" in shown
     assert "io.verify_shards=lazy" in shown
     assert "matched: ZorbleChecksumError" not in shown  # the title, found as a question, is the heading
     assert "This issue is stale" not in shown and "Same here" not in shown  # a bot's and a user's comments
@@ -103,7 +104,7 @@ def test_ask_cites_the_thread_as_a_reported_issue_with_the_reply_and_its_link(sy
     assert not answer["abstained"]
     assert answer["citations"][0]["kind"] == "issue" and answer["hits"][0]["kind"] == "issue"
     assert answer["citations"][0]["url"] == f"{HTML}/issues/1"
-    assert [p["kind"] for p in answer["parts"]] == ["symptom", "reply"]
+    assert [p["kind"] for p in answer["parts"]] == ["symptom", "maintainer_fix"]
 
 
 def test_the_collection_filter_selects_the_threads(synced):
@@ -131,7 +132,7 @@ def test_a_hostile_thread_is_escaped_on_the_page_and_in_the_terminal(synced, use
     assert answer.citations[0].kind == "issue"
     page = answer_html(answer, entry_for=helper.entry)  # with "Show the whole entry"
     assert "FLIMFLAM_SAFE=1" in page
-    assert "<script" not in page and "&lt;script&gt;" in page
+    assert "<script" not in page and "pwned" not in page  # HTML is taken out of a thread's text at ingest (text.py)
     assert "<img" not in page and "<b>" not in page and 'href="javascript' not in page
     assert "[click](javascript:alert(2))" in page  # a link to a script stays text
 
@@ -147,33 +148,42 @@ def test_the_web_chat_filters_on_the_threads_and_escapes_them(synced, usem3_cach
         helper, {}, "FlimflamOverflowError: gizmo buffer overflow in flimflam_kernel", [], "", COLLECTION, "")
     *_, (final, _session) = respond(helper, message, history, framework or None, collection, None, llm)
     page = final[-1]["content"]
-    assert "Reported issue widgetrl#4, closed 2025-03" in page and "Maintainer&#x27;s reply" in page
+    assert "Reported issue widgetrl#4, closed 2025-03" in page and "Maintainer&#x27;s fix" in page
     assert f"{HTML}/issues/4#issuecomment-401" in page
     assert "<script" not in page and "<img" not in page and 'href="javascript' not in page
 
 
-def test_an_issue_ranks_below_a_doc_entry_saying_the_same(synced, tmp_path, usem3_cache):
-    """A thread copying a seed entry word for word (title = its heading, body and reply = its text)
-    scores as that entry does, and ranks right below it."""
+def test_an_issue_saying_what_a_doc_entry_says_ranks_by_the_fitted_tradeoff_and_both_are_quoted(synced, tmp_path,
+                                                                                                 usem3_cache):
+    """A thread copying a seed entry word for word (title = its heading, body and fix = its text)
+    scores as that entry does times the fitted trade-off (search/tradeoff.py), and the answer quotes
+    both, the docs first, each introduced as what it is."""
     from rlhelper.api import Helper
     from rlhelper.ingest.pipeline import ingest
-    from rlhelper.search.retrieve import ISSUE_FACTOR
+    from rlhelper.search.query import normalize_query
+    from rlhelper.search.tradeoff import tradeoff_model
 
     index = tmp_path / "index"
     shutil.copytree(os.path.realpath(synced["index"]), index)
     helper = Helper.load(index, user_bank=False)
-    doc = next(e for e in helper.entries if e.collection == "seeds" and e.answerable and len(e.text) > 300)
+    doc = next(e for e in helper.entries if e.collection == "seeds" and e.answerable and len(e.text) > 300
+               and "`" in e.text)
     thread = {"repo": REPO, "number": 99, "title": doc.heading, "body": doc.text, "url": f"{HTML}/issues/99",
-              "state": "closed", "closed_at": "2025-06-01T00:00:00Z", "closed_by": None,
+              "state": "closed", "closed_at": "2025-06-01T00:00:00Z", "closed_by": None, "author": "reporter",
               "comments": [{"association": "MEMBER", "author": "maint", "body": doc.text, "url": ""}]}
     ingest(index=index, documents=thread_sources({99: thread}, REPO, collection="twin-issue"))
-    hits = Helper.load(index, user_bank=False).search(doc.heading, k=5)
-    ranked = [(h.entry.collection, h.entry.kind) for h in hits[:2]]
-    assert ranked == [("seeds", "doc"), ("twin-issue", "issue")]
-    # Equal strength (each is first in one retriever, second in the other), so without the factor the
-    # two would tie; the thread's score is the doc's times ISSUE_FACTOR.
-    assert {hits[0].lexical_rank, hits[0].dense_rank} == {hits[1].lexical_rank, hits[1].dense_rank} == {1, 2}
-    assert hits[1].score == pytest.approx(hits[0].score * ISSUE_FACTOR) and ISSUE_FACTOR < 1
+    helper = Helper.load(index, user_bank=False)
+    hits = helper.search(doc.heading, k=5)
+    factor = tradeoff_model().issue_factor(normalize_query(doc.heading))
+    kinds = {(h.entry.collection, h.entry.kind) for h in hits[:2]}
+    assert kinds == {("seeds", "doc"), ("twin-issue", "issue")}
+    first, second = hits[:2]
+    if factor < 1:
+        assert first.entry.kind == "doc" and second.score == pytest.approx(first.score * factor)
+    answer = helper.ask(doc.heading)
+    assert [c.kind for c in answer.citations] == ["doc", "issue"]  # nearly tied: both, the docs first
+    assert "### The docs: " in answer.text and "### A reported issue with the same error, and how it was fixed: " \
+        in answer.text
 
 
 def test_an_export_file_is_ingested_like_the_api(synced, tmp_path):
@@ -203,7 +213,7 @@ def test_a_rate_limit_stops_the_cli_cleanly_and_the_same_command_resumes(synced,
     command = ["ingest", "--github", REPO, "--github-token-env", "MY_GH_TOKEN", "--index", str(index)]
     with FakeGitHub() as fake:
         env["GITHUB_API_URL"] = fake.url
-        fake.faults[6] = ("rate", 3600)  # the second page of the issue list
+        fake.faults[8] = ("rate", 3600)  # the second page of the issue list (after the repository, page 1, ...)
         stopped = rlhelper(command, env)
         assert stopped.returncode == 0, stopped.stderr[-2000:]
         assert "stopped early" in stopped.stderr and "run the same command again" in stopped.stderr
@@ -214,3 +224,26 @@ def test_a_rate_limit_stops_the_cli_cleanly_and_the_same_command_resumes(synced,
         assert not fake.listed(f"/repos/{REPO}/issues/1/")  # the first page is not fetched again
     assert "stopped" not in resumed.stderr and "1 new or changed, 1 unchanged" in resumed.stdout
     assert TOKEN not in stopped.stderr + resumed.stderr
+
+
+def test_an_export_saved_before_a_rename_is_indexed_under_the_new_name_with_an_alias(synced, tmp_path):
+    old = "https://github.example/oldacme/widgetrl"
+    exported = [{"number": 8, "title": "SplineKnotError when resuming", "state": "CLOSED", "url": f"{old}/issues/8",
+                 "body": "SplineKnotError: knot vector not sorted after resume",
+                 "comments": [{"author": {"login": "maint"}, "authorAssociation": "MEMBER",
+                               "body": "Sort the knots on load: set `spline.sort_on_load=true`.",
+                               "url": f"{old}/issues/8#issuecomment-801", "createdAt": "2025-04-01T00:00:00Z"}]}]
+    (tmp_path / "old.json").write_text(json.dumps(exported))
+    index = tmp_path / "index"
+    shutil.copytree(os.path.realpath(synced["index"]), index)
+    env = {**synced["env"], "XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("GITHUB_API_URL")
+    command = ["ingest", "--github", REPO, "--github-export", str(tmp_path / "old.json"), "--index", str(index)]
+    refused = rlhelper(command, env)
+    assert refused.returncode == 0 and f"--github-alias oldacme/widgetrl={REPO}" in refused.stderr
+    read = rlhelper([*command, "--github-alias", f"oldacme/widgetrl={REPO}"], env)
+    assert read.returncode == 0, read.stderr[-2000:]
+    answer = json.loads(rlhelper(["ask", "SplineKnotError: knot vector not sorted after resume", "--json",
+                                  "--collection", COLLECTION, "--index", str(index)], env).stdout)
+    assert answer["citations"][0]["url"] == f"{HTML}/issues/8"
+    assert f"{HTML}/issues/8#issuecomment-801" in answer["answer"]

@@ -9,11 +9,10 @@ from github_fake import QUUX_TRACEBACK, REPO
 
 from rlhelper.answer.extractive import parts_for
 from rlhelper.ingest.github.entries import (
-    REPLY_CHARS,
+    QUOTE_CHARS,
     framework_of,
     is_resolved,
     problem_lines,
-    quoted_replies,
     report_title,
     thread_sources,
 )
@@ -22,19 +21,20 @@ from rlhelper.schema import Hit
 
 def reply(n: int, association: str = "MEMBER", author: str = "maint", body: str | None = None) -> dict:
     return {"id": n, "url": f"https://github.example/{REPO}/issues/1#issuecomment-{n}", "author": author,
-            "association": association, "created_at": f"2025-02-{n:02d}T00:00:00Z", "body": body or f"reply {n}"}
+            "association": association, "created_at": f"2025-02-{n:02d}T00:00:00Z",
+            "body": body or f"Set `io.retries={n}` in the config to work around it."}
 
 
 def thread(number: int = 1, comments=(), **fields) -> dict:
     return {"repo": REPO, "number": number, "title": "ZorbleChecksumError on sync", "body": QUUX_TRACEBACK,
             "url": f"https://github.example/{REPO}/issues/{number}", "state": "closed", "state_reason": "completed",
-            "labels": [], "closed_at": "2025-03-01T12:00:00Z", "comments": list(comments), "closed_by": None,
-            **fields}
+            "labels": [], "closed_at": "2025-03-01T12:00:00Z", "author": "reporter", "comments": list(comments),
+            "closed_by": None, **fields}
 
 
 def entry_of(t: dict):
     [doc] = thread_sources({t["number"]: t}, REPO, include_unresolved=True).docs
-    [entry], warnings = doc.build(doc.text, collection=doc.collection, doc=doc.doc, meta=doc.meta)
+    [entry], warnings = doc.build(doc.read(), collection=doc.collection, doc=doc.doc, meta=doc.meta)
     assert warnings == []
     return entry
 
@@ -50,12 +50,14 @@ def test_the_framework_is_the_repository_name(repo, framework):
     ([reply(1, "MEMBER")], None, True),
     ([reply(1, "OWNER")], None, True),
     ([reply(1, "COLLABORATOR")], None, True),
-    ([reply(1, "CONTRIBUTOR"), reply(2, "NONE")], None, False),
-    ([reply(1, "COLLABORATOR", author="stale[bot]")], None, False),  # a bot is no maintainer
+    ([reply(1, "MEMBER", body="Looking into it.")], None, False),  # a maintainer's word, but no fix in it
+    ([reply(1, "CONTRIBUTOR", body="Same here"), reply(2, "NONE", body="+1")], None, False),
+    ([reply(1, "COLLABORATOR", author="stale[bot]")], None, False),  # a bot is no one's fix
     ([reply(1, "MEMBER", body="   ")], None, False),
     ([], {"ref": "abc1234", "url": None}, True),  # a closing commit is a resolution
+    ([], {"ref": "#12", "url": None, "title": "Retry shard sync"}, True),  # so is a closing pull request
 ])
-def test_a_thread_is_resolved_by_a_maintainer_reply_or_a_closing_commit(comments, closed_by, resolved):
+def test_a_thread_is_resolved_by_a_fix_in_it_or_what_closed_it(comments, closed_by, resolved):
     assert is_resolved(thread(comments=comments, closed_by=closed_by)) is resolved
 
 
@@ -68,9 +70,9 @@ def test_unresolved_and_open_threads_are_left_out_unless_asked_for():
     assert [d.doc for d in everything.docs] == ["issues/1", "issues/2"] and everything.docs[0].collection == "mine"
 
 
-def test_the_first_reply_and_the_last_two_are_quoted():
-    replies = [reply(n) for n in range(1, 7)]
-    assert [r["id"] for r in quoted_replies(thread(comments=replies))] == [1, 5, 6]
+def test_an_old_name_of_the_repository_leaves_the_index():
+    found = thread_sources({1: thread(1, [reply(1)])}, REPO, renamed_from=["oldacme/widgetrl"])
+    assert found.replaced == {f"github:{REPO}", "github:oldacme/widgetrl"}
 
 
 def test_the_problem_is_the_prose_and_the_error_signature_without_the_stack():
@@ -90,17 +92,21 @@ def test_template_comments_go_and_a_fence_in_the_signature_cannot_close_ours():
 
 def test_the_entry_is_titled_as_a_report_and_quotes_the_reply_with_its_link():
     t = thread(comments=[reply(1, "NONE", body="me too"), reply(2, body="Set `io.verify_shards=lazy`.")],
-               closed_by={"ref": "#12", "url": f"https://github.example/{REPO}/pull/12"})
+               closed_by={"ref": "#12", "url": f"https://github.example/{REPO}/pull/12", "title": "Lazy shard checks",
+                          "body": "## What does this PR do?\nVerifies shards lazily, after the manifest is fresh.\n"
+                                  "- [x] I ran the tests"})
     e = entry_of(t)
     assert e.kind == "issue" and e.framework == "widgetrl" and e.doc == "issues/1"
     assert e.doc_title == "Reported issue widgetrl#1, closed 2025-03 (fixed by #12)"
     assert e.heading == "ZorbleChecksumError on sync" and e.url == t["url"]
     assert "me too" not in e.text and e.line_end == len(e.text.split("\n"))
-    assert f"[@maint, 2025-02-02](https://github.example/{REPO}/issues/1#issuecomment-2)" in e.text
+    assert f"**Maintainer's fix:** [@maint, 2025-02-02](https://github.example/{REPO}/issues/1#issuecomment-2)" in e.text
     assert "> Set `io.verify_shards=lazy`." in e.text
-    assert f"Closed by [#12](https://github.example/{REPO}/pull/12)." in e.text
+    assert f"**Fixed by pull request:** [#12: Lazy shard checks](https://github.example/{REPO}/pull/12)" in e.text
+    assert "> Verifies shards lazily, after the manifest is fresh." in e.text
+    assert "What does this PR do" not in e.text and "I ran the tests" not in e.text  # its template
     parts = parts_for(Hit(1, 1.0, e), 1)
-    assert [p.kind for p in parts] == ["symptom", "reply"]
+    assert [p.kind for p in parts] == ["symptom", "pull", "maintainer_fix"]
 
 
 def test_the_entry_id_stays_when_the_title_is_edited():
@@ -113,7 +119,7 @@ def test_a_long_thread_is_bounded_and_control_characters_go():
     assert len(e.text) < 5000 and "\x1b" not in e.text and "\x07" not in e.text
     assert e.heading == "ab c"
     quoted = [line for line in e.text.split("\n") if line.startswith(">")]
-    assert sum(len(line) for line in quoted) <= REPLY_CHARS + 10
+    assert sum(len(line) for line in quoted) <= QUOTE_CHARS + 10
 
 
 def test_a_link_that_is_no_web_address_is_not_made_a_link():
@@ -129,6 +135,6 @@ def test_report_titles():
 
 
 def test_the_document_text_is_the_thread_so_an_edit_changes_its_hash():
-    a = thread_sources({1: thread(comments=[reply(1)])}, REPO).docs[0]
-    b = thread_sources({1: thread(comments=[reply(1, body="edited")])}, REPO).docs[0]
-    assert json.loads(a.text)["comments"][0]["body"] == "reply 1" and a.text != b.text
+    a = thread_sources({1: thread(comments=[reply(1)])}, REPO).docs[0].read()
+    b = thread_sources({1: thread(comments=[reply(1, body="Set `io.retries=9` now.")])}, REPO).docs[0].read()
+    assert json.loads(a)["thread"]["comments"][0]["body"] == reply(1)["body"] and a != b

@@ -13,6 +13,7 @@ from rlhelper.errors import GitHubError
 from rlhelper.ingest.github.client import GitHubClient
 from rlhelper.ingest.github.export import read_exports
 from rlhelper.ingest.github.fetch import sync
+from rlhelper.ingest.github.source import update_threads
 from rlhelper.ingest.github.threads import ThreadStore
 
 
@@ -44,7 +45,8 @@ def test_first_sync_stores_closed_issues_with_their_comments_across_pages(fake, 
     first = threads[1]
     assert [c["association"] for c in first["comments"]] == ["NONE", "MEMBER", "COLLABORATOR"]
     assert first["comments"][1]["url"] == f"{HTML}/issues/1#issuecomment-102"
-    assert first["closed_by"] == {"ref": "0123456", "url": f"{HTML}/commit/0123456789abcdef0123456789abcdef01234567"}
+    assert first["closed_by"] == {"ref": "0123456", "sha": "0123456789abcdef0123456789abcdef01234567",
+                                  "url": f"{HTML}/commit/0123456789abcdef0123456789abcdef01234567"}
     assert first["labels"] == ["bug"] and first["state_reason"] == "completed"
     for file in (store.issues_file, store.state_file):
         assert stat.S_IMODE(file.stat().st_mode) == 0o600
@@ -83,8 +85,9 @@ def test_a_short_rate_limit_is_waited_out_with_a_message(fake, tmp_path):
 
 def test_a_long_rate_limit_stops_cleanly_and_the_next_run_resumes(fake, tmp_path):
     store = ThreadStore(REPO, tmp_path)
-    # Requests: list page 1, comments of 1 (x2), events of 1, comments of 2, list page 2 <- limited.
-    fake.faults[6] = ("rate", 3600)
+    # Requests: list page 1, comments of 1 (x2), events of 1, the pulls of its closing commit, comments of 2,
+    # list page 2 <- limited.
+    fake.faults[7] = ("rate", 3600)
     client, _, sleeps = client_for(fake)
     report = sync(REPO, store, client)
 
@@ -175,10 +178,78 @@ def test_a_gh_issue_list_export_is_read(tmp_path):
     }, {"number": 8, "title": "elsewhere", "url": "https://github.example/other/repo/issues/8"}]
     (tmp_path / "gh.json").write_text(json.dumps(exported))
     threads, notes = read_exports([tmp_path / "gh.json"], REPO)
-    assert [t["number"] for t in threads] == [7] and "another repository" in notes[0]
+    assert [t["number"] for t in threads] == [7] and any("another repository" in n for n in notes)
+    assert any("1 issue(s) closed by a pull request whose title and description are in no export" in n for n in notes)
     thread = threads[0]
     assert thread["state"] == "closed" and thread["closed_by"] == {"ref": "#9", "url": f"{HTML}/pull/9"}
     assert thread["comments"][0]["association"] == "MEMBER" and thread["labels"] == ["bug"]
+
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+PULL = {"number": 8, "html_url": f"{HTML}/pull/8", "title": "Refresh stale manifests before verifying shards",
+        "body": "Drops the cached manifest when its mtime is older than the shard's.", "merge_commit_sha": SHA}
+
+
+def test_the_pull_request_a_closing_commit_came_from_gives_its_title_and_description(fake, tmp_path):
+    fake.commit_pulls[SHA] = [{**PULL, "number": 5, "merge_commit_sha": "f" * 40}, PULL]  # the merged one wins
+    store = ThreadStore(REPO, tmp_path)
+    sync(REPO, store, client_for(fake)[0])
+    assert store.load()[1]["closed_by"] == {"ref": "#8", "url": f"{HTML}/pull/8", "title": PULL["title"],
+                                            "body": PULL["body"], "commit": "0123456"}
+    assert fake.listed(f"/repos/{REPO}/commits/{SHA}/pulls")
+
+
+def test_a_commit_no_pull_request_holds_stays_a_commit(fake, tmp_path):
+    store = ThreadStore(REPO, tmp_path)
+    sync(REPO, store, client_for(fake)[0])
+    assert store.load()[1]["closed_by"]["ref"] == "0123456"
+
+
+def test_a_renamed_repository_is_followed_and_stored_under_its_new_name(fake, tmp_path, monkeypatch):
+    fake.old_names.add("oldacme/widgetrl")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    old_store = ThreadStore("oldacme/widgetrl", tmp_path)
+    old_store.append([{"repo": "oldacme/widgetrl", "number": 1, "state": "closed", "title": "kept from before"}])
+    messages = []
+    update = update_threads("oldacme/widgetrl", api_url=fake.url, notify=messages.append, root=tmp_path)
+    assert update.store.repo == REPO and update.renamed_from == ["oldacme/widgetrl"]
+    assert any("oldacme/widgetrl is now acme/widgetrl" in m for m in messages)
+    assert not old_store.folder.exists() and update.store.count() == 5  # its old store moved, then brought up to date
+    assert fake.listed("/repos/oldacme/widgetrl") and fake.listed("/repositories/4242")  # the API's redirect
+    assert fake.listed(f"/repos/{REPO}/issues?")  # then the new name's issues
+
+
+def test_an_export_saved_before_a_rename_is_read_with_an_alias(tmp_path):
+    old = "https://github.example/oldacme/widgetrl"
+    exported = [{"number": 7, "title": "Spline solver diverges", "body": "It diverges.", "state": "CLOSED",
+                 "url": f"{old}/issues/7", "closedByPullRequestsReferences": [{"number": 9, "url": f"{old}/pull/9"}],
+                 "comments": [{"id": "IC_1", "author": {"login": "maint"}, "authorAssociation": "MEMBER",
+                               "body": "Lower `solver.step=0.1`.", "url": f"{old}/issues/7#issuecomment-1"}]}]
+    (tmp_path / "gh.json").write_text(json.dumps(exported))
+    threads, notes = read_exports([tmp_path / "gh.json"], REPO)
+    assert threads == [] and "--github-alias oldacme/widgetrl=acme/widgetrl" in notes[0]
+    threads, notes = read_exports([tmp_path / "gh.json"], REPO, {"oldacme/widgetrl": REPO})
+    [thread] = threads
+    assert thread["url"] == f"{HTML}/issues/7" and thread["comments"][0]["url"] == f"{HTML}/issues/7#issuecomment-1"
+    assert thread["closed_by"]["url"] == f"{HTML}/pull/9" and "read as acme/widgetrl's" in notes[0]
+
+
+def test_a_gh_pr_list_export_gives_the_closing_pull_requests_their_text(tmp_path):
+    issues = [{"number": 7, "title": "Spline solver diverges", "state": "CLOSED", "url": f"{HTML}/issues/7",
+               "closedByPullRequestsReferences": [{"number": 9, "url": f"{HTML}/pull/9"}], "comments": []},
+              {"number": 8, "title": "Knot vector error", "state": "CLOSED", "url": f"{HTML}/issues/8", "comments": []}]
+    pulls = [{"number": 9, "title": "Damp the spline solver", "body": "Halves the step after a divergence.",
+              "url": f"{HTML}/pull/9"},
+             {"number": 10, "title": "Check knot vectors", "body": "Sorted knots only.", "url": f"{HTML}/pull/10",
+              "closingIssuesReferences": [{"number": 8, "url": f"{HTML}/issues/8"}]}]
+    (tmp_path / "issues.json").write_text(json.dumps(issues))
+    (tmp_path / "pulls.json").write_text(json.dumps(pulls))
+    threads, _ = read_exports([tmp_path / "issues.json", tmp_path / "pulls.json"], REPO)
+    by_number = {t["number"]: t for t in threads}
+    assert sorted(by_number) == [7, 8]  # the pull requests are no issues
+    assert by_number[7]["closed_by"] == {"ref": "#9", "url": f"{HTML}/pull/9", "title": "Damp the spline solver",
+                                         "body": "Halves the step after a divergence."}
+    assert by_number[8]["closed_by"]["title"] == "Check knot vectors"  # from the pull's own references
 
 
 @pytest.mark.parametrize("text", ["", "{not json", "[1, 2]"])

@@ -223,6 +223,7 @@ class Helper:
             weak=result.weak,
             named_frameworks=result.normalized.frameworks,
             indexed_frameworks=self.frameworks,
+            companion=result.companion,
         )
         answer.notices += self._changed_sources(answer)
         answer.confidence = result.confidence

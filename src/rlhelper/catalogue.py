@@ -71,11 +71,21 @@ WORDS: dict[str, dict[str, str]] = {
                                  "exact error line, or clear the filters.",
                            "zh": "已索引的排障文档中没有能回答这个问题的内容。请换个说法、贴上完整的报错行，或清除筛选条件。"},
     "answer.also_relevant": {"en": "Also relevant: ", "zh": "另见："},
+    # a doc entry and a reported issue's thread that both answer, each introduced as what it is
+    "answer.docs_lead": {"en": "The docs: ", "zh": "文档："},
+    "answer.issue_lead": {"en": "A reported issue with the same error, and how it was fixed: ",
+                          "zh": "报告过同样错误的 issue 及其解决方法："},
     "answer.continues": {"en": "The entry continues: {n:,} more lines at {where}", "zh": "条目未完：另有 {n:,} 行，见 {where}"},
     "kind.symptom": {"en": "Symptom", "zh": "症状"},
     "kind.cause": {"en": "Cause", "zh": "原因"},
     "kind.fix": {"en": "Fix", "zh": "解决方法"},
     "kind.reply": {"en": "Maintainer's reply", "zh": "维护者的回复"},
+    "kind.maintainer_fix": {"en": "Maintainer's fix", "zh": "维护者给出的解决方法"},
+    "kind.reporter_fix": {"en": "Reporter's fix", "zh": "报告者自己的解决方法"},
+    "kind.user_fix": {"en": "Fix from another user", "zh": "其他用户给出的解决方法"},
+    "kind.report_fix": {"en": "Workaround in the report", "zh": "报告中的临时解决方法"},
+    "kind.pull": {"en": "Fixed by pull request", "zh": "修复它的拉取请求"},
+    "kind.duplicates": {"en": "Also reported as", "zh": "重复的报告"},
     "kind.text": {"en": "", "zh": ""},
     # around an answer in the chat (web/answering.py, answer/html.py)
     "answer.searching": {"en": "Searching the docs…", "zh": "正在检索文档…"},
@@ -122,13 +132,17 @@ WORDS: dict[str, dict[str, str]] = {
     "notice.weak_match": {"en": "Weak match: this is the closest entry, but questions the docs do not answer often score "
                                 "as high; check that it fits your case.",
                           "zh": "匹配较弱：这是最接近的条目，但文档无法回答的问题也常得到这么高的分数；请确认它符合你的情况。"},
-    "notice.framework_absent": {"en": "Your query is about {asked}, but this index holds no {asked} docs; this entry is "
-                                      "from {found}'s docs: its settings and flags may not apply to {asked}.",
-                                "zh": "你的问题是关于 {asked} 的，但本索引中没有 {asked} 的文档；这个条目来自 {found} 的文档：其中的配置和"
+    "notice.framework_absent": {"en": "Your query is about {asked}, but this index holds no {asked} docs; {this} is "
+                                      "from {source}: its settings and flags may not apply to {asked}.",
+                                "zh": "你的问题是关于 {asked} 的，但本索引中没有 {asked} 的文档；{this}来自{source}：其中的配置和"
                                       "参数未必适用于 {asked}。"},
-    "notice.framework_other": {"en": "Your query is about {asked}, but this entry is from {found}'s docs: its settings and "
+    "notice.framework_other": {"en": "Your query is about {asked}, but {this} is from {source}: its settings and "
                                      "flags may not apply to {asked}.",
-                               "zh": "你的问题是关于 {asked} 的，但这个条目来自 {found} 的文档：其中的配置和参数未必适用于 {asked}。"},
+                               "zh": "你的问题是关于 {asked} 的，但{this}来自{source}：其中的配置和参数未必适用于 {asked}。"},
+    "notice.this_entry": {"en": "this entry", "zh": "这个条目"},
+    "notice.this_fix": {"en": "this fix", "zh": "这个解决方法"},
+    "notice.source_docs": {"en": "{found}'s docs", "zh": " {found} 的文档"},
+    "notice.source_tracker": {"en": "a reported issue of {found}'s tracker", "zh": " {found} 的 issue 跟踪器中报告的一个问题"},
     "notice.framework_closest": {"en": "{notice} {asked}'s closest entry is listed as related: “{heading}”.",
                                  "zh": "{notice}{asked} 最接近的条目列在相关条目中：“{heading}”。"},
     "notice.follow_up": {"en": "Read as a follow-up to your previous question (“{head}”).",

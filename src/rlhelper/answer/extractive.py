@@ -11,6 +11,14 @@ Only the best entry is quoted. A runner-up is cited too only when it ties
 (fused score within 1 %): a close second is mostly a wrong fix, so quoting it
 would pad the answer (the figures: eval/DECISIONS.md). The runners-up stay in
 `Answer.hits`, which the CLI and the web chat list as related entries.
+
+One exception: when the best entry is a doc section and a reported issue's thread
+among the first three would be a plain answer on its own too (or the other way
+round: retrieve.Retriever.companion), both are quoted, the docs first,
+each introduced as what it is ("The docs: …", "A reported issue with the same
+error, and how it was fixed: …"). The docs say what the project recommends;
+the thread shows the same error met and fixed, which a doc entry that only
+shares the error's words cannot.
 """
 
 from __future__ import annotations
@@ -34,7 +42,14 @@ LABEL_KINDS = {
         "solution", "solutions", "fix", "fixes", "修复", "解决方案", "临时解决方案",
         "debug", "排查步骤", "causes & solutions", "workaround",
     ),
-    "reply": ("maintainer's reply",),  # a GitHub thread's (github/entries.py)
+    # A GitHub thread's parts (ingest/github/entries.py): who gave the fix, or what closed the issue.
+    "reply": ("maintainer's reply",),
+    "maintainer_fix": ("maintainer's fix",),
+    "reporter_fix": ("reporter's fix",),
+    "user_fix": ("fix from another user",),
+    "report_fix": ("workaround in the report",),
+    "pull": ("fixed by pull request",),
+    "duplicates": ("also reported as",),
 }
 _KIND_OF_LABEL = {label: kind for kind, labels in LABEL_KINDS.items() for label in labels}
 
@@ -106,12 +121,27 @@ def citation_for(hit: Hit, number: int) -> Citation:
     )
 
 
-def cited_hits(hits: list[Hit]) -> list[Hit]:
-    """The best hit, and a runner-up that ties with it."""
-    if not hits:
+def cited_hits(hits: list[Hit], companion: int | None = None) -> list[Hit]:
+    """The best hit, and a runner-up that ties with it, or the `companion` (retrieve.Retriever.companion:
+    an entry of the other kind, doc or thread, that answers on its own too): then the doc entry comes first."""
+    return [hits[i] for i in cited_positions([h.score for h in hits], [is_thread(h) for h in hits], companion)]
+
+
+def is_thread(hit: Hit) -> bool:
+    return hit.entry.kind == "issue"
+
+
+def cited_positions(scores: list[float], threads: list[bool], companion: int | None = None) -> list[int]:
+    """cited_hits on a ranking's scores and kinds (also what measure/tradeoff.py simulates)."""
+    if not scores:
         return []
-    best = hits[0].score
-    return [h for h in hits[:MAX_CITED] if best <= 0 or h.score >= best * TIE_RATIO]
+    best = scores[0]
+    cited = [i for i in range(min(MAX_CITED, len(scores))) if best <= 0 or scores[i] >= best * TIE_RATIO]
+    if companion is not None and 0 < companion < len(scores) and companion not in cited:
+        cited = [cited[0], companion]
+    if len({threads[i] for i in cited}) == 2:
+        cited.sort(key=lambda i: threads[i])
+    return cited
 
 
 def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit], indexed: Iterable[str]) -> str | None:
@@ -126,9 +156,12 @@ def framework_notice(named: dict[str, float], quoted: Entry, related: list[Hit],
     if len(wanted) != 1 or quoted.framework == wanted[0] or quoted.framework not in FRAMEWORK_NAMES:
         return None
     asked, found = FRAMEWORK_NAMES[wanted[0]], FRAMEWORK_NAMES[quoted.framework]
+    # A thread is one user's case on another project's tracker: named as such, not as docs.
+    source = Phrase("notice.source_tracker" if quoted.kind == "issue" else "notice.source_docs", found=found)
+    this = Phrase("notice.this_fix" if quoted.kind == "issue" else "notice.this_entry")
     if wanted[0] not in set(indexed):
-        return Phrase("notice.framework_absent", asked=asked, found=found)
-    notice = Phrase("notice.framework_other", asked=asked, found=found)
+        return Phrase("notice.framework_absent", asked=asked, this=this, source=source)
+    notice = Phrase("notice.framework_other", asked=asked, this=this, source=source)
     own = next((h.entry for h in related if h.entry.framework == wanted[0]), None)
     if own is not None:
         notice = Phrase("notice.framework_closest", notice=notice, asked=asked, heading=own.heading)
@@ -161,13 +194,17 @@ def render_markdown(parts: list[AnswerPart], citations: list[Citation], lang: st
     """Markdown answer text with [n] markers after every block; labels in `lang` (en or zh)."""
     out: list[str] = []
     by_number = {c.number: c for c in citations}
+    both = len({c.kind == "issue" for c in citations}) == 2  # a doc entry and a thread: each named as what it is
     current = None
     for part in parts:
         if part.citation != current:
             current = part.citation
             c = by_number[current]
             trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
-            lead = "" if current == 1 else say("answer.also_relevant", lang)
+            if both:  # a doc entry and a reported issue's thread: each introduced as what it is
+                lead = say("answer.issue_lead" if c.kind == "issue" else "answer.docs_lead", lang)
+            else:
+                lead = "" if current == 1 else say("answer.also_relevant", lang)
             out.append(f"### {lead}{c.heading} [{current}]\n_{trail}_")
         title = say(f"kind.{part.kind}", lang)
         label = f"**{title}** [{part.citation}]\n\n" if title else ""
@@ -191,6 +228,7 @@ def build_answer(
     weak: bool = False,
     named_frameworks: dict[str, float] | None = None,
     indexed_frameworks: Iterable[str] = (),
+    companion: int | None = None,
 ) -> Answer:
     """The extractive answer for ranked hits; when abstaining, no citations, hits kept as "related".
     A weak answer (confidence.py: the band above the threshold) says so in a notice, and so does
@@ -201,15 +239,16 @@ def build_answer(
                       hits, notices)
     citations: list[Citation] = []
     parts: list[AnswerPart] = []
-    cited = cited_hits(hits)
+    cited = cited_hits(hits, companion)
     for number, hit in enumerate(cited, start=1):
         citations.append(citation_for(hit, number))
         parts.extend(parts_for(hit, number, language_of(query)))
     text = render_markdown(parts, citations, language_of(query))
     related = [h for h in hits if h not in cited][:RELATED_SHOWN]
-    mismatch = framework_notice(named_frameworks or {}, hits[0].entry, related, indexed_frameworks)
-    if mismatch:
-        notices.append(mismatch)
+    for hit in cited:  # each quoted entry: a doc entry and a thread may be of two projects
+        mismatch = framework_notice(named_frameworks or {}, hit.entry, related, indexed_frameworks)
+        if mismatch and mismatch not in notices:
+            notices.append(mismatch)
     if weak:
         notices.append(WEAK_MATCH_NOTICE)
     return Answer(query, normalized_query, truncated, False, text, parts, citations, hits, notices, weak_match=weak)

@@ -101,6 +101,9 @@ def entry_html(entry: Entry, lang: str = "en") -> str:
     return f'<div class="rl-entry">{markdown_html(entry.text, lang=lang)}</div>'
 
 
+# How render_markdown may introduce a cited heading (extractive.py): quoted after the first, or, when a
+# doc entry and a reported issue's thread both answer, each as what it is.
+HEADING_LEADS = ("answer.also_relevant", "answer.docs_lead", "answer.issue_lead")
 MATCHED_CHARS = 160  # a matched question shown under a source is cut to this
 
 
@@ -202,7 +205,7 @@ def _literal_headings(citations: list[Citation], refs: dict[int, str | None], la
     literal = {}
     for c in citations:
         ref = inline(f"[{c.number}]", refs)
-        for lead in ("", say("answer.also_relevant", lang)):
+        for lead in ("", *(say(key, lang) for key in HEADING_LEADS)):
             literal[f"### {lead}{c.heading} [{c.number}]"] = f"<h5>{esc(lead + c.heading)} {ref}</h5>"
         trail = " › ".join(title_trail(c.doc_title, c.breadcrumb[-2:] or [c.heading]))
         literal[f"_{trail}_"] = f"<p><em>{esc(trail)}</em></p>"

@@ -48,7 +48,9 @@ class Citation:
 class AnswerPart:
     """One piece of an extractive answer (symptom, cause or fix), verbatim from a cited entry."""
 
-    kind: str  # "symptom" | "cause" | "fix" | "reply" (a maintainer's, in an issue thread) | "text"
+    # "symptom" | "cause" | "fix" | "text"; in an issue thread also "maintainer_fix", "reporter_fix",
+    # "user_fix", "report_fix", "pull", "duplicates" (and "reply", in indexes built before them)
+    kind: str
     text: str
     citation: int  # the Citation.number it comes from
 

@@ -13,10 +13,12 @@ from ..errors import DocumentError
 from .options import llm_connection_options, llm_settings
 
 
-def _github_documents(repo, paths, collection, since, labels, api_url, token_env, exports, include_unresolved):
+def _github_documents(repo, paths, collection, since, labels, api_url, token_env, exports, include_unresolved,
+                      aliases=()):
     """With --github: the repository's threads brought up to date, as ingest's documents; else None."""
     options = {"--since": since, "--labels": labels, "--github-api-url": api_url, "--github-token-env": token_env,
-               "--github-export": exports or None, "--include-unresolved": include_unresolved or None}
+               "--github-export": exports or None, "--include-unresolved": include_unresolved or None,
+               "--github-alias": aliases or None}
     if not repo:
         stray = [name for name, value in options.items() if value]
         if stray:
@@ -25,30 +27,29 @@ def _github_documents(repo, paths, collection, since, labels, api_url, token_env
     if paths:
         raise click.UsageError("--github indexes a repository's issues: give PATHS in another run.")
     from ..ingest.github.entries import thread_sources
-    from ..ingest.github.source import update_threads
+    from ..ingest.github.source import parse_aliases, update_threads
 
     def notify(message):
         click.secho(f"github: {message}", fg="yellow", err=True)
 
     update = update_threads(repo, exports=list(exports), since=since, labels=labels, api_url=api_url,
-                            token_env=token_env, notify=notify)
+                            token_env=token_env, notify=notify, aliases=parse_aliases(aliases))
     for note in update.notes:
         click.secho(f"note: {note}", fg="yellow", err=True)
-    threads = update.store.load()
     how = f"read {update.fetched} from the export(s)" if exports else \
         f"fetched {update.fetched} changed since the last sync ({update.requests} requests)"
-    click.echo(f"github: {repo}: {how}; {len(threads)} stored in {update.store.folder}", err=True)
+    click.echo(f"github: {update.store.repo}: {how}; {update.store.count()} stored in {update.store.folder}", err=True)
     if update.stopped:
         click.secho(f"github: stopped early: {update.stopped}. The threads fetched so far are indexed now.",
                     fg="yellow", err=True)
-    found = thread_sources(threads, update.store.repo, collection=collection, include_unresolved=include_unresolved,
-                           issues_file=update.store.issues_file)
+    found = thread_sources(update.store, update.store.repo, collection=collection,
+                           include_unresolved=include_unresolved, renamed_from=update.renamed_from)
     from ..ingest.sync import github_record
 
     for info in found.collections.values():  # what `rlhelper sync` fetches again; an export is read once
         info["sync"] = github_record(update.store.repo, labels=labels, include_unresolved=include_unresolved,
-                                     api_url=api_url, token_env=token_env, issues_file=update.store.issues_file,
-                                     threads=threads, exported=bool(exports))
+                                     api_url=api_url, token_env=token_env, store=update.store,
+                                     exported=bool(exports))
     return found
 
 
@@ -130,7 +131,7 @@ def _ingest_git(spec, collection, embedder, target, rebuild, progress, writer):
 @click.option("--llm-deadline", type=click.FloatRange(min=0, min_open=True),
               help="Seconds for all the LLM's requests (default 3600); the rest are asked next time.")
 @click.option("--github", "github", metavar="OWNER/REPO",
-              help="Index the repository's closed issues that a maintainer answered (docs/github.md).")
+              help="Index the repository's closed issues whose thread holds a fix (docs/github.md).")
 @click.option("--since", help="With --github: only issues updated since this date (YYYY-MM-DD).")
 @click.option("--labels", help="With --github: only issues with all these labels (L1,L2).")
 @click.option("--github-api-url", help="With --github: the API's URL (default GITHUB_API_URL or api.github.com).")
@@ -138,7 +139,10 @@ def _ingest_git(spec, collection, embedder, target, rebuild, progress, writer):
               "(default GITHUB_TOKEN).")
 @click.option("--github-export", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="With --github: read a saved `gh` export instead of the API. Repeatable.")
-@click.option("--include-unresolved", is_flag=True, help="With --github: keep threads no maintainer answered.")
+@click.option("--include-unresolved", is_flag=True, help="With --github: keep threads where no fix was found.")
+@click.option("--github-alias", multiple=True, metavar="OLD=NEW",
+              help="With --github: read issues of OLD (an old name of the repository, e.g. in an export saved "
+                   "before a rename) as NEW's. Repeatable.")
 @click.option("--git", "git_url", metavar="URL",
               help="Index the docs of a git repository (https, ssh, git or file URL; docs/git.md).")
 @click.option("--ref", help="With --git: the branch, tag or full commit id to read (default: the default branch).")
@@ -146,7 +150,7 @@ def _ingest_git(spec, collection, embedder, target, rebuild, progress, writer):
               help="With --git: a folder or file of the repository to read (repeatable; default: all of it).")
 def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url, llm_model, llm_api_key_env,
            llm_timeout, llm_concurrency, llm_deadline, github, since, labels, github_api_url, github_token_env,
-           github_export, include_unresolved, git_url, ref, git_paths):
+           github_export, include_unresolved, github_alias, git_url, ref, git_paths):
     """Parse docs into entries and (re)build the index.
 
     With no PATHS, ingests the shipped collections (seeds and official).
@@ -185,7 +189,7 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         writer = BankWriter.resolve(settings, concurrency=llm_concurrency, deadline=llm_deadline)
     git_spec = _git_spec(git_url, ref, git_paths, paths, github)
     documents = _github_documents(github, paths, collection, since, labels, github_api_url, github_token_env,
-                                  github_export, include_unresolved)
+                                  github_export, include_unresolved, github_alias)
     target = config.resolve_index(index) if index else None
     with Progress(quiet) as progress:
         if git_spec is not None:
@@ -211,8 +215,11 @@ def ingest(paths, collection, embedder, index, rebuild, quiet, llm, llm_base_url
         raise DocumentError(f"nothing indexed from {git_spec.display()}: no .md, .mdx, .rst or .txt document there "
                             "produced entries; the index was left as it was")
     if not report.documents and github:
-        raise DocumentError(f"nothing indexed from {github}: no closed issue with a maintainer's reply or a closing "
-                            "commit (--include-unresolved indexes the others); the index was left as it was")
+        # Not an error: a repository with no resolved thread yet is a normal state, and a script that
+        # syncs several repositories must go on to the next one.
+        click.echo(f"nothing to index from {github}: no closed issue has a fix in its thread or a closing pull "
+                   "request or commit (--include-unresolved indexes the others); the index was left as it was")
+        return
     if not report.documents:
         # A script that ingests an empty or wrong folder should stop here, not go on to serve.
         raise DocumentError(f"nothing indexed from {', '.join(map(str, paths)) or 'the shipped collections'}: "

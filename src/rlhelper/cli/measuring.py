@@ -23,6 +23,9 @@ from .options import llm_options, llm_settings
               help="Write the Markdown report and PNG chart here (default eval/reports).")
 @click.option("--calibrate", is_flag=True,
               help="Fit the abstention model on the dev split first (saved to the calibration_file setting).")
+@click.option("--fit-ranking", is_flag=True,
+              help="With a thread set and --split dev: fit how threads rank against doc entries first (saved to the "
+                   "ranking_file setting; search/tradeoff.py).")
 @click.option("--write-baseline", is_flag=True,
               help="Write the regression gate's baseline: test split, hybrid mode (default collections: seeds).")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
@@ -30,8 +33,8 @@ from .options import llm_options, llm_settings
 @click.option("--judge", "with_judge", is_flag=True,
               help="Add the judge mode's column (hybrid with the trained judge's say; needs rlhelper[judge]).")
 @llm_options
-def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, write_baseline, baseline_file,
-          with_judge, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
+def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, fit_ranking, write_baseline,
+          baseline_file, with_judge, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
     """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid
     (and judge, with --judge).
 
@@ -56,14 +59,41 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
     if calibrate:
         if split != "dev":
             raise click.UsageError("calibrate on the dev split (--split dev), never on test")
-        from ..measure.calibration import run_calibration
+        from ..measure.calibration import run_calibration, run_thread_calibration
 
-        model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
-                                       index=index)
+        if index is None and _expects_threads(eval_file):  # a thread at the top: its own bands (confidence.py)
+            model, saved = run_thread_calibration(eval_file, collections=list(collection) or None,
+                                                  notify=lambda message: click.echo(f"note: {message}", err=True))
+        else:
+            model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
+                                           index=index)
+            if not model.kind_bands:  # they rest on the weights just refitted: set again, not kept stale
+                click.echo("note: a thread's confidence bands, if the file had them, are left out: calibrate them "
+                           "again with --set eval/threads.jsonl --split dev --calibrate", err=True)
         click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
     if with_judge and write_baseline:
         raise click.UsageError("the baseline gates the default path: drop --judge")
     modes = (*harness.MODES, "judge") if with_judge else harness.MODES
+    threads = index is None and _expects_threads(eval_file)
+    if fit_ranking and calibrate:
+        raise click.UsageError("--fit-ranking and --calibrate: run them one after the other (fit the ranking first, "
+                               "then calibrate on what it ranks)")
+    if fit_ranking:
+        if not threads or split != "dev" or embedder:
+            raise click.UsageError("--fit-ranking fits on a thread set's dev split (--set eval/threads.jsonl "
+                                   "--split dev) with the default embedder, without --index")
+        from ..measure.tradeoff import run_fit
+
+        model, saved = run_fit(eval_file, collections=list(collection) or None,
+                               notify=lambda message: click.echo(f"note: {message}", err=True))
+        click.echo(f"ranking trade-off written: {saved} (a thread counts x{model.factor(is_log=False):.3g} "
+                   f"against a question, x{model.factor(is_log=True):.3g} against a pasted log)", err=True)
+    if threads:
+        if write_baseline or settings is not None:
+            raise click.UsageError("a thread set (it expects GitHub threads) is measured without --write-baseline "
+                                   "and --llm")
+        _thread_eval(eval_file, split, collection, embedder, modes, as_json, report_dir)
+        return
     result = harness.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
                               index=index, llm=settings, modes=modes)
     if as_json:
@@ -77,6 +107,33 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
         target = baseline_file or baseline.DEFAULT_BASELINE
         baseline.write_baseline(result, target, baseline.baseline_command(eval_file, target, collection))
         click.echo(f"baseline written: {target}", err=True)
+
+
+def _expects_threads(eval_file: Path) -> bool:
+    from ..measure import sets, threadeval
+
+    return threadeval.expects_threads(sets.load_eval_set(eval_file))
+
+
+def _thread_eval(eval_file, split, collection, embedder, modes, as_json, report_dir):
+    """A set that expects GitHub threads: its corpus's threads indexed beside the docs, and every item
+    searched among the threads only and beside the docs (measure/threadeval.py)."""
+    from ..measure import report, threadeval
+
+    results = threadeval.run_thread_eval(eval_file, split=split, collections=list(collection) or None,
+                                         embedder=embedder, modes=modes,
+                                         notify=lambda message: click.echo(f"note: {message}", err=True))
+    if as_json:
+        click.echo(json.dumps({"views": {view: r.to_dict() for view, r in results.items()}}, ensure_ascii=False,
+                              indent=2))
+    for view, result in results.items():
+        if not as_json:
+            click.echo(f"== {view} ==")
+            click.echo(report.format_table(result))
+            click.echo("")
+        folder = (report_dir or report.DEFAULT_REPORT_DIR) / f"{Path(eval_file).stem}-{view.replace(' ', '-')}"
+        for path in report.write_report(result, folder):
+            click.echo(f"report: {path}", err=True)
 
 
 @click.group(invoke_without_command=True)
@@ -96,14 +153,16 @@ def bench(ctx, json_out):
 @click.option("--sizes", default="10000,100000", show_default=True,
               help="Comma-separated entry counts (empty: none).")
 @click.option("--threads", default="", help="Comma-separated counts of synthetic GitHub issue threads to ingest.")
-def bench_scale(sizes, threads):
+@click.option("--thread-kb", default=0, show_default=True, type=click.IntRange(min=0),
+              help="With --threads: the size of each synthetic thread in KB (0: a report and a fix, about 2 KB).")
+def bench_scale(sizes, threads, thread_kb):
     """Synthetic corpora of 10k and 100k entries: throughput, size on disk, latency, memory."""
     from ..measure import bench as benchmarks
 
     def counts(text):
         return tuple(int(s) for s in text.split(",") if s.strip())
 
-    figures = benchmarks.run_scale_bench(sizes=counts(sizes), threads=counts(threads))
+    figures = benchmarks.run_scale_bench(sizes=counts(sizes), threads=counts(threads), thread_bytes=thread_kb * 1024)
     click.echo(benchmarks.format_bench(figures))
 
 

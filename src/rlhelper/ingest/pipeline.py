@@ -332,7 +332,10 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
     """The document as it should be indexed, or its previous state (or None) when it cannot be read."""
     key = (source.collection, source.doc)
     try:
-        text = source.text if source.text is not None else read_document(source.path)
+        if source.text is not None:
+            text = source.text
+        else:
+            text = source.read() if source.read is not None else read_document(source.path)
     except DocumentError as exc:
         report.failed.append((str(source.path), _reason(exc, source.path)))
         return old
@@ -354,7 +357,7 @@ def _read_one(source: SourceDoc, old: _Doc | None, same_space: bool, settings: d
     tokens = [lexical_tokens(e) for e in entries]
     record = {"collection": source.collection, "doc": source.doc, "sha256": sha, "content_sha256": content,
               "entries": len(entries), "meta": source.meta}
-    if source.text is None:  # a file: status and answers tell when it changed since
+    if source.text is None and source.read is None:  # a file: status and answers tell when it changed since
         stat = source.path.stat()
         record.update(source=str(source.path.resolve()), size=stat.st_size, mtime=stat.st_mtime)
     report.updated += 1

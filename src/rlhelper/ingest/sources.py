@@ -23,10 +23,12 @@ class SourceDoc:
     doc: str  # POSIX path inside the collection, as entries and citations show it
     path: Path
     meta: dict
-    # A document that is no file of its own (a GitHub thread, github/entries.py): its text,
+    # A document that is no file of its own (a GitHub thread, github/entries.py): its text (or
+    # what reads it when the pipeline gets to it, so 10k threads are never all held at once),
     # and what turns that text into entries (build_entries' signature).
     text: str | None = None
     build: Callable[..., tuple[list[Entry], list[str]]] | None = None
+    read: Callable[[], str] | None = None
 
 
 @dataclass

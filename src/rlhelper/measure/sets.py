@@ -7,6 +7,10 @@ An eval item lists the doc sections that answer it; any one of them answers. A
 hit matches an expected section when the document is the same (paths compared
 from the tail) and the headings are equal once markup, width and case are
 folded; an entry also matches where its merged duplicates and twins live.
+
+An item may expect a GitHub thread instead: {"repo": "verl-project/verl", "number": 1234}
+matches the entry of that issue in the repository's thread collection (github:OWNER/REPO,
+ingest/github/entries.py), whatever its title.
 """
 
 from __future__ import annotations
@@ -22,6 +26,20 @@ from ..errors import ConfigError
 
 DEFAULT_EVAL_FILE = config.REPO_ROOT / "eval" / "seeds.jsonl"
 KINDS = ("error", "question", "traceback", "unanswerable")
+ANY_HEADING = "*"  # an expected thread: any heading of its document (an issue's title may be edited)
+
+
+def thread_doc(repo: str, number: int) -> str:
+    """Where a thread's entry lives, as entry_locations names it: its collection, then issues/N."""
+    return f"github:{repo}/issues/{int(number)}"
+
+
+def expected_place(raw: dict) -> dict:
+    """One expected entry of an eval line: {"doc", "heading"}, or a thread {"repo", "number"}."""
+    if "repo" in raw and "number" in raw:
+        repo, number = str(raw["repo"]), int(raw["number"])
+        return {"doc": thread_doc(repo, number), "heading": ANY_HEADING, "repo": repo, "number": number}
+    return {"doc": str(raw["doc"]), "heading": str(raw["heading"])}
 SPLITS = ("dev", "test")
 
 
@@ -72,7 +90,7 @@ def load_eval_set(path: Path, split: str | None = None) -> list[EvalItem]:
             continue
         try:
             raw = json.loads(line)
-            expected = [{"doc": str(e["doc"]), "heading": str(e["heading"])} for e in raw.get("expected") or []]
+            expected = [expected_place(e) for e in raw.get("expected") or []]
             item = EvalItem(
                 id=str(raw.get("id", number)),
                 query=str(raw["query"]),
@@ -84,8 +102,8 @@ def load_eval_set(path: Path, split: str | None = None) -> list[EvalItem]:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ConfigError(f"{path}:{number}: not an eval item ({e}); expected "
-                              '{"id", "split", "query", "kind", "lang", "expected": [{"doc", "heading"}]} '
-                              '(and "previous" for a follow-up)') from e
+                              '{"id", "split", "query", "kind", "lang", "expected": [{"doc", "heading"} or '
+                              '{"repo", "number"}]} (and "previous" for a follow-up)') from e
         if item.id in seen:
             raise ConfigError(f"{path}:{number}: duplicate id {item.id!r}")
         seen.add(item.id)
@@ -141,6 +159,10 @@ def matching_expected(locations: Iterable[tuple[str, str]], expected: Sequence[d
     found = set()
     places = [(doc, normalize_heading(heading)) for doc, heading in locations]
     for i, want in enumerate(expected):
+        if want["heading"] == ANY_HEADING:
+            if any(doc_matches(doc, want["doc"]) for doc, _ in places):
+                found.add(i)
+            continue
         heading = normalize_heading(want["heading"])
         if any(h == heading and doc_matches(doc, want["doc"]) for doc, h in places):
             found.add(i)
@@ -159,4 +181,5 @@ def relevance_gains(ranked_locations: Sequence[Iterable[tuple[str, str]]], expec
 
 
 def distinct_expected(expected: Sequence[dict]) -> int:
-    return len({(PurePosixPath(e["doc"]).name, normalize_heading(e["heading"])) for e in expected})
+    return len({(e["doc"], "") if e["heading"] == ANY_HEADING else
+                (PurePosixPath(e["doc"]).name, normalize_heading(e["heading"])) for e in expected})

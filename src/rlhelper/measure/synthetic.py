@@ -310,28 +310,71 @@ def _worker_scale_ingest(base_index: str, size: int, workdir: str, seed: int = 0
             "index_bytes": folder_bytes(work / "index")}
 
 
-def synthetic_thread(base: Sequence[Entry], i: int, seed: int = 0, rows: Sequence[int] | None = None) -> dict:
+def synthetic_thread(base: Sequence[Entry], i: int, seed: int = 0, rows: Sequence[int] | None = None,
+                     size: int = 0) -> dict:
     """A closed issue's thread (github/threads.py's record) made of synthetic entries: entry i is the
-    report (with a traceback ending in its heading), another the maintainer's reply."""
+    report (with a traceback ending in its heading), another the maintainer's fix. With `size` (bytes),
+    it grows to about that size as long threads do: other users' "same here" comments with pasted logs, up to
+    threads.MAX_COMMENTS comments. Every fifth thread also ends with a triage account's per-issue
+    notice, so the repository-wide notice pass (github/boilerplate.py) has an account to recognise."""
     report = synthetic_entry(base, i, seed, rows)
-    reply = synthetic_entry(base, i, seed + 1, rows)
+    fix = synthetic_entry(base, i, seed + 1, rows)
     body = (f"{report.text}\n\n```\nTraceback (most recent call last):\n  File \"/home/u/train.py\", line 12, in main\n"
             f"RuntimeError: {report.heading}\n```")
     day = f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}"
     url = f"https://github.com/synthetic/threads/issues/{i + 1}"
+
+    def comment(n: int, author: str, association: str, text: str, stamp: str) -> dict:
+        return {"id": i * 1000 + n, "url": f"{url}#issuecomment-{i * 1000 + n}", "author": author,
+                "association": association, "created_at": stamp, "body": text, "reactions": {"up": 0, "down": 0}}
+
+    comments = [comment(1, "maintainer", "MEMBER", f"{fix.text}\n\nSet `{_setting(fix)}=true` and run it again.",
+                        f"{day}T06:00:00Z")]
+    grown, n = len(body) + len(comments[0]["body"]), 2
+    while grown < size and n < 300:  # threads.MAX_COMMENTS: a store never keeps more
+        other = synthetic_entry(base, (i * 7919 + n) % 1_000_003, seed + 2, rows)
+        log = "\n".join(f"(Worker pid={1000 + k}) step {k}: RuntimeError: {other.heading}"
+                        for k in range(min(400, 1 + size // 4000)))
+        text = f"Same here on another cluster, with this log:\n\n```\n{log}\n```"
+        comments.append(comment(n, f"user{(i + n) % 97}", "NONE", text, f"{day}T07:{n % 60:02d}:00Z"))
+        grown, n = grown + len(text), n + 1
+    if i % 5 == 4:
+        comments.append(comment(999, "triage", "MEMBER", f"Closing this during the tracker cleanup: no activity since "
+                                f"{day}, no linked pull request. Feel free to reopen with fresh logs.", f"{day}T12:00:00Z"))
     return {"repo": THREADS_REPO, "number": i + 1, "title": report.heading, "body": body, "url": url,
             "state": "closed", "state_reason": "completed", "labels": ["bug"], "created_at": f"{day}T00:00:00Z",
             "updated_at": f"{day}T12:00:00Z", "closed_at": f"{day}T12:00:00Z", "author": "user",
-            "author_association": "NONE", "closed_by": None,
-            "comments": [{"id": i + 1, "url": f"{url}#issuecomment-{i + 1}", "author": "maintainer",
-                          "association": "MEMBER", "created_at": f"{day}T06:00:00Z", "body": reply.text}]}
+            "author_association": "NONE", "closed_by": None, "comments": comments}
+
+
+def _setting(entry: Entry) -> str:
+    words = re.findall(r"[a-z]{3,}", entry.heading.lower())[:2] or ["option"]
+    return "trainer." + "_".join(words)
 
 
 THREADS_REPO = "synthetic/threads"
+STORE_BATCH = 100  # threads generated and appended at a time: the generator never holds a big store
 
 
-def _worker_scale_threads(base_index: str, size: int, workdir: str, seed: int = 0) -> dict:
-    """Store `size` synthetic issue threads and index them (vectors built), then ingest again unchanged."""
+def _worker_store_threads(base_index: str, size: int, workdir: str, seed: int = 0, thread_bytes: int = 0) -> dict:
+    """Store `size` synthetic issue threads of about `thread_bytes` each, `STORE_BATCH` at a time
+    (its own process, so the ingest's peak memory is the ingest's)."""
+    from ..ingest.github.threads import ThreadStore
+
+    entries, _ = base_corpus(Path(base_index))
+    rows = usable_base(entries)
+    store = ThreadStore(THREADS_REPO, Path(workdir) / "data")
+    started = time.perf_counter()
+    for first in range(0, size, STORE_BATCH):
+        store.append([synthetic_thread(entries, i, seed, rows, thread_bytes)
+                      for i in range(first, min(size, first + STORE_BATCH))])
+    store.compact()
+    return {"size": size, "thread_bytes": thread_bytes, "threads_bytes": store.issues_file.stat().st_size,
+            "generate_seconds": time.perf_counter() - started}
+
+
+def _worker_scale_threads(base_index: str, workdir: str, seed: int = 0) -> dict:
+    """Index the stored synthetic threads (vectors built), then ingest again unchanged."""
     from ..ingest.github.entries import thread_sources
     from ..ingest.github.threads import ThreadStore
     from ..ingest.pipeline import ingest
@@ -340,26 +383,22 @@ def _worker_scale_threads(base_index: str, size: int, workdir: str, seed: int = 
     rows = usable_base(entries)
     work = Path(workdir)
     store = ThreadStore(THREADS_REPO, work / "data")
-    started = time.perf_counter()
-    store.append([synthetic_thread(entries, i, seed, rows) for i in range(size)])
-    store.compact()
-    generate_seconds = time.perf_counter() - started
 
-    def run() -> tuple[object, float]:
+    def run() -> tuple[object, float, float]:
         begun = time.perf_counter()
-        documents = thread_sources(store.load(), store.repo, issues_file=store.issues_file)
+        documents = thread_sources(store, store.repo)
+        sourced = time.perf_counter() - begun
         report = ingest(index=work / "index", embedder=config.DEFAULT_EMBEDDER, documents=documents)
-        return report, time.perf_counter() - begun
+        return report, time.perf_counter() - begun, sourced
 
     mixer = MixedVectors(base_vectors, rows, seed)
     with _entry_vectors_from(mixer):
-        report, ingest_seconds = run()
-        again, again_seconds = run()
+        report, ingest_seconds, sources_seconds = run()
+        again, again_seconds, _ = run()
     if mixer.entries < report.embedded:
         raise RuntimeError("built vectors were not used; update synthetic._entry_vectors_from")
-    return {"size": size, "entries": report.entries, "documents": report.documents, "threads_bytes":
-            store.issues_file.stat().st_size, "generate_seconds": generate_seconds, "ingest_seconds": ingest_seconds,
-            "unchanged_seconds": again_seconds, "unchanged_written": again.written,
+    return {"entries": report.entries, "documents": report.documents, "sources_seconds": sources_seconds,
+            "ingest_seconds": ingest_seconds, "unchanged_seconds": again_seconds, "unchanged_written": again.written,
             "index_bytes": folder_bytes(work / "index")}
 
 
@@ -368,4 +407,5 @@ def _worker_scale_query(index: str, queries: list[str], k: int = 5) -> dict:
 
 
 WORKERS = {"scale_ingest": _worker_scale_ingest, "scale_query": _worker_scale_query,
-           "embed_rate": _worker_embed_rate, "scale_threads": _worker_scale_threads}
+           "embed_rate": _worker_embed_rate, "store_threads": _worker_store_threads,
+           "scale_threads": _worker_scale_threads}

@@ -45,6 +45,13 @@ matching entry". Above it but no surer than most unanswerable dev questions
 match the reader should check. Above that: a plain answer. The dev figures
 behind each of these choices, and the commands that measure them, are in
 eval/DECISIONS.md.
+
+A reported issue's thread at the top is judged by the same signals and weights, against its own
+bands (`kind_bands["issue"]`: threshold and weak-match ceiling per mode), set on the thread set's
+dev items by `rlhelper eval --set eval/threads.jsonl --split dev --calibrate`
+(calibration.calibrate_kind): a thread shares an error's words with many reports it does not
+answer, so where a doc entry at 0.5 is a plain answer, a thread may be a weak one. Refitting
+the weights on threads did not separate them better on dev (eval/DECISIONS.md).
 """
 
 from __future__ import annotations
@@ -98,6 +105,9 @@ class ConfidenceModel:
     # Per feature, the [low, high] it spanned in fitting. Inputs are clipped to it: a linear model
     # must not extrapolate (a 500-token log's length would otherwise make any match look sure).
     feature_ranges: list[list[float]] | None = None
+    # Per kind of top entry ("issue": a GitHub thread), its own {"thresholds": {mode: t}, "weak_ceilings":
+    # {mode: c}, ...notes}; a kind without bands uses the model's.
+    kind_bands: dict[str, dict] = field(default_factory=dict)
     notes: dict = field(default_factory=dict)  # how and on what it was fitted, its dev figures
 
     def confidence(self, signals: Signals) -> float:
@@ -115,13 +125,20 @@ class ConfidenceModel:
         z = float(np.dot(self.weights, x)) + self.bias
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
-    def threshold(self, mode: str) -> float:
-        return self.thresholds.get(mode, self.thresholds.get("hybrid", 0.5))
+    def threshold(self, mode: str, kind: str = "doc") -> float:
+        thresholds = self._bands(kind, "thresholds") or self.thresholds
+        return thresholds.get(mode, thresholds.get("hybrid", self.thresholds.get(mode, 0.5)))
 
-    def weak(self, confidence: float, mode: str) -> bool:
-        """True when an answer this confident is no surer than most unanswerable dev questions."""
-        ceiling = self.weak_ceilings.get(mode, self.weak_ceilings.get("hybrid"))
+    def weak(self, confidence: float, mode: str, kind: str = "doc") -> bool:
+        """True when an answer this confident is no surer than most unanswerable dev questions
+        (of the top entry's kind, when it has bands of its own)."""
+        ceilings = self._bands(kind, "weak_ceilings") or self.weak_ceilings
+        ceiling = ceilings.get(mode, ceilings.get("hybrid"))
         return ceiling is not None and confidence <= ceiling
+
+    def _bands(self, kind: str, name: str) -> dict[str, float]:
+        bands = self.kind_bands.get(kind) or {}
+        return bands.get(name) or {}
 
     def to_dict(self) -> dict:
         return {"features": list(FEATURES), "weights": [round(w, 6) for w in self.weights],
@@ -130,6 +147,7 @@ class ConfidenceModel:
                 "weak_ceilings": {m: round(t, 6) for m, t in self.weak_ceilings.items()},
                 **({"feature_ranges": [[round(lo, 6), round(hi, 6)] for lo, hi in self.feature_ranges]}
                    if self.feature_ranges else {}),
+                **({"kind_bands": self.kind_bands} if self.kind_bands else {}),
                 "embedder": self.embedder, **self.notes}
 
     @classmethod
@@ -137,7 +155,7 @@ class ConfidenceModel:
         if list(data.get("features", [])) != list(FEATURES):
             raise ValueError(f"features {data.get('features')} are not {list(FEATURES)}")
         known = ("features", "weights", "bias", "thresholds", "embedder", "cosine_floor", "weak_ceilings",
-                 "feature_ranges")
+                 "feature_ranges", "kind_bands")
         notes = {k: v for k, v in data.items() if k not in known}
         if len(data["weights"]) != len(FEATURES):
             raise ValueError(f"{len(data['weights'])} weights for {len(FEATURES)} features")
@@ -145,7 +163,20 @@ class ConfidenceModel:
                    thresholds={m: float(t) for m, t in data["thresholds"].items()},
                    embedder=str(data.get("embedder", "")), cosine_floor=float(data.get("cosine_floor", -1.0)),
                    weak_ceilings={m: float(t) for m, t in data.get("weak_ceilings", {}).items()},
-                   feature_ranges=_ranges(data.get("feature_ranges")), notes=notes)
+                   feature_ranges=_ranges(data.get("feature_ranges")), kind_bands=_kind_bands(data.get("kind_bands")),
+                   notes=notes)
+
+
+def _kind_bands(data) -> dict[str, dict]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"kind_bands {data!r} is not an object")
+    out = {}
+    for kind, bands in data.items():
+        out[str(kind)] = {**bands, **{name: {m: float(t) for m, t in (bands.get(name) or {}).items()}
+                                      for name in ("thresholds", "weak_ceilings")}}
+    return out
 
 
 def _ranges(data) -> list[list[float]] | None:

@@ -16,7 +16,9 @@ rescues paraphrases and cross-lingual questions that share no word with the
 entry. A framework named
 by the query lifts its entries x2.5 at full strength: the docs' advice is framework
 specific (another framework's config keys do not apply), yet an entry of
-another framework that both retrievers rank far higher still wins.
+another framework that both retrievers rank far higher still wins. A
+reported issue's thread is fused like a doc entry, its score weighed by a
+trade-off fitted on dev items (tradeoff.py).
 
 Abstention needs a score that means the same thing from query to query; RRF
 scores do not (they only encode ranks). The confidence comes from
@@ -46,17 +48,15 @@ from .phase import phase_factors
 from .query import NormalizedQuery, is_binary, normalize_query
 from .ranking import AskedAs, QueryTerms, Ranking, section_key
 from .spelling import Corrector
+from .tradeoff import TradeoffModel, tradeoff_model
 
-MODES = ("hybrid", "lexical", "dense", "judge")  # judge: hybrid, then the trained judge's say (judge.py)
+MODES = ("hybrid", "lexical", "dense", "judge")
+BOTH_WITHIN = 3  # a doc entry and a thread both fit when the other kind's best is this high and a plain answer  # judge: hybrid, then the trained judge's say (judge.py)
 CANDIDATES = 50  # depth taken from each retriever before fusion
 LEXICAL_WEIGHT = 3.0  # RRF weight of BM25's ranking; the embedder's is 1
 RRF_K = 10
 FRAMEWORK_BOOST = 1.5  # at full hint strength, a hinted framework's entries score x2.5
 MAX_QUERY_BYTES = 1_000_000
-# A reported issue's thread (github/entries.py) scores x0.9: it ranks below a doc entry of the
-# same strength (the docs are the project's word; a thread is one user's case and its reply),
-# yet a thread that matches clearly better still leads.
-ISSUE_FACTOR = 0.9
 # The question bank (questions.py): entries ranked by their best question's BM25 are a third ranking
 # in the fusion, at this weight; the dense ranking scores an entry by the best cosine of its own text
 # and its questions (eval/README.md, "The question bank").
@@ -76,6 +76,9 @@ class Retrieval:
     notices: list[str] = field(default_factory=list)
     signals: Signals | None = None
     weak: bool = False  # answered, in the confidence band where most unanswerable questions also land
+    # The position in `hits` of an entry of the other kind than the first (a doc entry beside a thread, or
+    # a thread beside a doc entry) that answers on its own too: the answer quotes both (answer/extractive.py).
+    companion: int | None = None
 
     @property
     def normalized_query(self) -> str:
@@ -131,6 +134,11 @@ class Retriever:
         """Misspelt query words against this index's vocabulary (its lookup table is built on first need)."""
         return Corrector(self.index.bm25.vocabulary)
 
+    @property
+    def tradeoff(self) -> TradeoffModel:
+        """How a reported issue's thread counts against a doc entry (tradeoff.py: fitted on dev items)."""
+        return tradeoff_model()
+
     @cached_property
     def confidence_model(self) -> ConfidenceModel:
         """The abstention model calibrated for this index's embedder (read once)."""
@@ -171,13 +179,14 @@ class Retriever:
         ids, scores = self.index.dense_search(qvec, k, allowed=allowed)
         return [int(i) for i in ids], [float(s) for s in scores]
 
-    def framework_factors(self, hints: dict[str, float], ids) -> dict[int, float]:
-        """Score factors: a framework the query names (x2.5 at full strength), an issue thread (x0.9)."""
+    def framework_factors(self, hints: dict[str, float], ids, issue_factor: float = 1.0) -> dict[int, float]:
+        """Score factors: a framework the query names (x2.5 at full strength), an issue thread's trade-off."""
         frameworks, issues = self._columns["framework"], self._columns["issue"]
         factors = {i: 1.0 + FRAMEWORK_BOOST * hints.get(str(frameworks[i]), 0.0) for i in ids} if hints else {}
-        for i in ids:
-            if issues[i]:
-                factors[i] = factors.get(i, 1.0) * ISSUE_FACTOR
+        if issue_factor != 1.0:
+            for i in ids:
+                if issues[i]:
+                    factors[i] = factors.get(i, 1.0) * issue_factor
         return factors
 
     def search(
@@ -190,7 +199,7 @@ class Retriever:
         lang=None,
         mode: str = "hybrid",
         exclude: Iterable[str] = (),
-        own_votes: questions.Learned | None = None,
+        own_votes: Learned | None = None,
     ) -> Retrieval:
         """`exclude`: entry ids whose sections are left out (a follow-up wants something new).
         `own_votes`: one web visitor's votes (web/visitors.py), applied after the user bank's, for
@@ -216,18 +225,39 @@ class Retriever:
         ]
         model = self.confidence_model
         confidence = model.confidence(signals) if signals is not None else 0.0
-        threshold = self.threshold if self.threshold is not None else model.threshold(mode)
+        kind = hits[0].entry.kind if hits else "doc"  # a thread at the top is judged against its own bands
+        threshold = self.threshold if self.threshold is not None else model.threshold(mode, kind)
         abstained = not hits or confidence < threshold
-        weak = not abstained and model.weak(confidence, mode)
+        weak = not abstained and model.weak(confidence, mode, kind)
         if mode == "judge" and signals is not None:  # and the pipeline's own warning, which the judge does not lift
-            weak = weak or (not abstained and model.weak(model.confidence(replace(signals, judge=None)), "hybrid"))
+            weak = weak or (not abstained and model.weak(model.confidence(replace(signals, judge=None)), "hybrid",
+                                                         kind))
         if hits and ranking.pinned_lead:  # the user accepted this entry for this very question
             abstained = weak = False
+        companion = None if abstained else self.companion(normalized.text, ranking, allowed, mode)
         return Retrieval(query, normalized, hits, abstained, confidence, mode, list(normalized.notices), signals,
-                         weak)
+                         weak, companion if companion is not None and companion < len(hits) else None)
+
+    def companion(self, text: str, ranking: Ranking, allowed: np.ndarray, mode: str) -> int | None:
+        """The position of the best entry of the other kind than the first (doc or thread) within the top
+        BOTH_WITHIN, when it would be a plain answer on its own: its confidence clears its kind's
+        threshold and weak-match ceiling. Then a doc entry and a thread both fit, and both are quoted."""
+        entries, model = self.index.entries, self.confidence_model
+        if not ranking.fused:
+            return None
+        first = entries[ranking.fused[0][0]].kind == "issue"
+        for position, (row, _) in enumerate(ranking.fused[1:BOTH_WITHIN], start=1):
+            kind = entries[row].kind
+            if (kind == "issue") == first:
+                continue
+            signals = self.signals(text, ranking, allowed, row=row)
+            confidence = model.confidence(signals) if signals is not None else 0.0
+            fits = confidence >= model.threshold(mode, kind) and not model.weak(confidence, mode, kind)
+            return position if fits else None
+        return None
 
     def assess(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
-               mode: str = "hybrid", own_votes: questions.Learned | None = None) -> tuple[Ranking, Signals | None]:
+               mode: str = "hybrid", own_votes: Learned | None = None) -> tuple[Ranking, Signals | None]:
         """The ranking and the signals of its top entry; in judge mode, after the judge's say."""
         ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode,
                             own_votes=own_votes)
@@ -242,8 +272,9 @@ class Retriever:
         return judged, replace(signals, judge=probability)
 
     def rank(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
-             mode: str = "hybrid", own_votes: questions.Learned | None = None) -> Ranking:
-        """Both retrievers' rankings and their fusion, over the rows `allowed` lets through."""
+             mode: str = "hybrid", own_votes: Learned | None = None, issue_factor: float | None = None) -> Ranking:
+        """Both retrievers' rankings and their fusion, over the rows `allowed` lets through.
+        `issue_factor`: a thread's weight instead of the fitted trade-off's (measure/tradeoff.py fits it)."""
         text = normalized.text
         learned = self.learned()
         terms = QueryTerms.of(normalized, self.corrector)
@@ -257,7 +288,8 @@ class Retriever:
             rankings, weights = [*rankings, asked.lexical], [*weights, QUESTION_LEXICAL_WEIGHT]
         fused = reciprocal_rank_fusion(rankings, k=RRF_K, weights=weights)
         hints = {**terms.misspelt_frameworks(), **normalized.frameworks}
-        fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused]))
+        factor = self.tradeoff.issue_factor(normalized) if issue_factor is None else issue_factor
+        fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused], factor))
         fused = boost(fused, phase_factors(normalized.phase, [i for i, _ in fused], self.index.entries,
                                            from_frames=normalized.is_log))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
@@ -439,15 +471,15 @@ class Retriever:
             found = self._token_sets[row] = frozenset(lexical.entry_tokens(e.heading, e.breadcrumb, e.text))
         return found
 
-    def signals(self, text: str, ranking: Ranking, allowed: np.ndarray) -> Signals | None:
-        """What the retrievers said about the top entry (None when nothing was found).
+    def signals(self, text: str, ranking: Ranking, allowed: np.ndarray, row: int | None = None) -> Signals | None:
+        """What the retrievers said about the top entry, or about `row` (None when nothing was found).
 
         Both retrievers are consulted whatever the mode, so a lexical-only
         search is judged by the same evidence as a hybrid one.
         """
         if not ranking.fused:
             return None
-        row = ranking.fused[0][0]
+        row = ranking.fused[0][0] if row is None else row
         dense_ids, dense_scores = ranking.dense_ids, ranking.dense_scores
         if len(dense_ids) < 2:
             dense_ids, dense_scores = self.dense_ranking(text, allowed, 2)

@@ -1,46 +1,69 @@
-"""A closed issue's thread -> one index entry: the problem, and what maintainers answered.
+"""A closed issue's thread -> one index entry: the problem, and where the thread says it was fixed.
 
-    thread_sources(threads, repo)      stored threads -> documents for ingest (ingest.Sources)
-    thread_entries(text, ...)          one thread (as JSON text) -> [Entry], build_entries' signature
+    thread_sources(store, repo)        stored threads -> documents for ingest (ingest.Sources)
+    thread_entries(text, ...)          one thread document (JSON text) -> [Entry], build_entries' signature
 
-The entry's text, in the labelled shape answers cut into parts (answer.py):
+The entry's text, in the labelled shape answers cut into parts (answer/extractive.py):
 
     <title>
-    **Symptom:** <the body's first prose> + its error signature (the lines a pasted log
-                 is reduced to when it is a query: query.normalize_query), in a fence
-    **Maintainer's reply:** [@login, date](comment link), then the reply quoted
-    ... (at most `REPLIES_QUOTED`: the first and the last ones)
-    Closed by [#540](link).
+    **Symptom:** <the body's prose> + its error signature (the lines a pasted log is reduced to
+                 when it is a query: query.normalize_query), in a fence
+    **Also reported as:** the titles of the issues closed as its duplicates
+    **Fixed by pull request:** [#540: <its title>](link), its description's first lines
+    **Maintainer's fix:** / **Reporter's fix:** / **Fix from another user:**
+                 [@login, date](comment link), "confirmed by the reporter" when they said so,
+                 the question a short reply answers, then the comment quoted
+    **Workaround in the report:** what the reporter added to the issue ("Update: ...")
+    Closed by commit [0a1b2c3](link).
 
-A reply is a comment whose author association is OWNER, MEMBER or COLLABORATOR (bots
-left out). A thread is resolved when a maintainer replied or a commit or pull request
-closed it; unresolved ones are left out unless asked for, since a report without an
-answer answers nothing. The entry's `doc_title` says what it is ("Reported issue
-verl#523, closed 2025-03 (fixed by #540)"), so every renderer shows it as a report, not
-as documentation, and `kind` is "issue", which ranking uses (retrieve.py).
+Which comments hold a fix is resolution.py's judgement (by role, content, the reporter's
+confirmation, reactions, place); notices are recognised across the whole repository first
+(boilerplate.py), so a triage account's cleanup notice is never quoted as a fix. A thread
+is resolved when something in it holds a fix or a pull request or a commit closed it; the
+others are left out unless asked for, since a report without an answer answers nothing.
+
+The entry's `doc_title` says what it is ("Reported issue verl#523, closed 2025-03 (fixed by
+#540)"), so every renderer shows it as a report, not as documentation, and `kind` is
+"issue", which ranking and the confidence use (search/). Its language is the problem's
+(title and prose), not the thread's: an English report with a bilingual notice is English.
+
+Memory: threads are streamed from the store three times (notices, resolutions, then each
+one's document when the pipeline reads it), never all held: ingest is linear in the store.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...index.folders import GITHUB_SOURCE
 from ...schema import Entry
 from ...search.query import normalize_query
 from ..entries import detect_lang, entry_id
-from ..parse.inline import CONTROL_CHARS
 from ..sources import SourceDoc, Sources
+from . import boilerplate as boilerplate_module
+from . import resolution as resolution_module
+from . import text as text_module
+from .boilerplate import Notices
+from .resolution import MAINTAINERS, Fix, Resolution, is_bot, resolve
+from .text import clean, plain, split_body
+from .threads import ThreadStore
 
-MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-REPLIES_QUOTED = 3
-REPLY_CHARS = 1500  # of each quoted reply
+QUOTE_CHARS = 1500  # of each quoted fix
+QUESTION_CHARS = 300  # of the question a short reply answers
+PULL_CHARS = 700  # of a closing pull request's description
 PROSE_CHARS = 600  # of the body's prose before its error lines
 SIGNATURE_CHARS = 1200
+MAX_DUPLICATES = 5  # titles of duplicates named in the original's entry
 KIND = "issue"
 DOC_KIND = "github-issue"  # the documents' meta "kind"
-REPLY_LABEL = "Maintainer's reply"
+FIX_LABELS = {"maintainer": "Maintainer's fix", "reporter": "Reporter's fix", "other": "Fix from another user"}
+BODY_FIX_LABEL = "Workaround in the report"
+PULL_LABEL = "Fixed by pull request"
+DUPLICATES_LABEL = "Also reported as"
+NO_FIX = "_No fix is recorded in this thread; it was closed without one._"
 
 
 def collection_name(repo: str) -> str:
@@ -55,61 +78,168 @@ def framework_of(repo: str) -> str:
 
 def maintainer_replies(thread: dict) -> list[dict]:
     return [c for c in thread.get("comments") or []
-            if c.get("association") in MAINTAINERS and not str(c.get("author", "")).endswith("[bot]")
-            and str(c.get("body") or "").strip()]
+            if c.get("association") in MAINTAINERS and not is_bot(c) and str(c.get("body") or "").strip()]
 
 
 def is_closed(thread: dict) -> bool:
     return thread.get("state") == "closed"
 
 
-def is_resolved(thread: dict) -> bool:
-    return is_closed(thread) and bool(maintainer_replies(thread) or thread.get("closed_by"))
+def is_resolved(thread: dict, notices: frozenset = frozenset()) -> bool:
+    return is_closed(thread) and resolve(thread, notices).resolved
 
 
-def thread_sources(threads: dict[int, dict], repo: str, *, collection: str | None = None,
-                   include_unresolved: bool = False, issues_file: Path | None = None) -> Sources:
+class _Threads:
+    """The threads to read, streamed from a store or taken from a dict (tests, small callers)."""
+
+    def __init__(self, threads: ThreadStore | dict[int, dict]):
+        self.store = threads if isinstance(threads, ThreadStore) else None
+        self.given = None if self.store is not None else threads
+        self.offsets = self.store.offsets() if self.store is not None else {}
+
+    def __iter__(self) -> Iterator[tuple[int, dict]]:
+        if self.store is not None:
+            yield from self.store.threads(self.offsets)
+        else:
+            yield from sorted(self.given.items())
+
+    def reader(self, number: int) -> Callable[[], dict | None]:
+        if self.store is None:
+            thread = self.given[number]
+            return lambda: thread
+        store, offset = self.store, self.offsets[number]
+        return lambda: store.read_at(offset)
+
+
+def thread_sources(threads: ThreadStore | dict[int, dict], repo: str, *, collection: str | None = None,
+                   include_unresolved: bool = False, issues_file: Path | None = None,
+                   renamed_from: list[str] | tuple = ()) -> Sources:
     """The closed (and, unless `include_unresolved`, resolved) threads as ingest's documents.
-    The collection is read whole: a thread reopened or gone since leaves the index."""
+    The collection is read whole: a thread reopened or gone since leaves the index, and so does
+    the collection of an old name of the repository (`renamed_from`)."""
     name = collection or collection_name(repo)
     found = Sources()
     found.replaced.add(name)
+    found.replaced.update(collection_name(old) for old in renamed_from if collection_name(old) != name)
     found.collections[name] = {"title": f"GitHub issues of {repo}", "source": f"{GITHUB_SOURCE}{repo}",
                                "whole_folder": True}
-    kept = unresolved = 0
-    for number in sorted(threads):
-        thread = threads[number]
-        if not is_closed(thread):
-            continue
-        if not is_resolved(thread):
+    source = _Threads(threads)
+    if source.store is not None:
+        issues_file = issues_file or source.store.issues_file
+    analysis = analyse(source)
+    kept, unresolved, duplicates = [], 0, {}
+    for number, found_out in sorted(analysis.items()):
+        if found_out["duplicate_of"] is not None:
+            duplicates.setdefault(found_out["duplicate_of"], []).append(number)
+        if found_out["resolved"] or include_unresolved:
+            kept.append(number)
+        else:
             unresolved += 1
-            if not include_unresolved:
-                continue
-        kept += 1
+    for number in kept:
+        also = [{"number": d, "title": analysis[d]["title"], "url": analysis[d]["url"]}
+                for d in sorted(duplicates.get(number, []))[:MAX_DUPLICATES] if d != number]
         found.docs.append(SourceDoc(name, f"issues/{number}", issues_file or Path(f"{repo}#{number}"),
                                     {"kind": DOC_KIND, "repo": repo, "framework": framework_of(repo)},
-                                    text=json.dumps(thread, ensure_ascii=False, sort_keys=True),
-                                    build=thread_entries))
+                                    build=thread_entries,
+                                    read=_document(source.reader(number), analysis[number]["notices"], also)))
     if unresolved and not include_unresolved:
-        found.notes.append(f"{unresolved} closed issue(s) of {repo} with no maintainer reply and no closing "
-                           "commit left out (--include-unresolved adds them)")
+        found.notes.append(f"{unresolved} closed issue(s) of {repo} with no fix in the thread and no closing pull "
+                           "request or commit left out (--include-unresolved adds them)")
     return found
+
+
+def analyse(source: _Threads) -> dict[int, dict]:
+    """Per closed thread: resolved or not, what it duplicates, its title and link, its notices.
+    Two passes over the store (the notices are the repository's, then each thread's fix); a store
+    unchanged since the last analysis reads it back from ANALYSIS_FILE instead."""
+    cached = _cached_analysis(source.store)
+    if cached is not None:
+        return cached
+    notices = Notices()
+    for _, thread in source:  # first pass: the repository's notices, from how its accounts write
+        if is_closed(thread):
+            notices.add_thread(thread)
+    flagged: dict[int, set[int]] = {}
+    for number, position in notices.flagged():
+        flagged.setdefault(number, set()).add(position)
+    analysis = {}
+    for number, thread in source:  # second pass: what each thread's fix is
+        if not is_closed(thread):
+            continue
+        resolution = resolve(thread, flagged.get(number, set()))
+        analysis[number] = {"resolved": resolution.resolved, "duplicate_of": resolution.duplicate_of,
+                            "title": _one_line(thread.get("title")), "url": str(thread.get("url") or ""),
+                            "notices": sorted(flagged.get(number, ()))}
+    _save_analysis(source.store, analysis)
+    return analysis
+
+
+ANALYSIS_FILE = "analysis.json"
+
+
+def _analysis_key(store: ThreadStore) -> str | None:
+    """The store's size and time, and the code that judges threads: either changed, analyse again."""
+    try:
+        stat = store.issues_file.stat()
+    except OSError:
+        return None
+    code = hashlib.sha256()
+    for module in (resolution_module, boilerplate_module, text_module):
+        code.update(Path(module.__file__).read_bytes())
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{code.hexdigest()[:16]}"
+
+
+def _cached_analysis(store: ThreadStore | None) -> dict[int, dict] | None:
+    if store is None:
+        return None
+    key = _analysis_key(store)
+    try:
+        data = json.loads((store.folder / ANALYSIS_FILE).read_text(encoding="utf-8"))
+        if key is None or data.get("key") != key:
+            return None
+        return {int(number): found for number, found in data["threads"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _save_analysis(store: ThreadStore | None, analysis: dict[int, dict]) -> None:
+    key = _analysis_key(store) if store is not None else None
+    if key is None:
+        return
+    try:
+        store.write_private(ANALYSIS_FILE, json.dumps({"key": key, "threads": analysis}, ensure_ascii=False))
+    except OSError:
+        pass  # a cache: the next ingest analyses again
+
+
+def _document(read: Callable[[], dict | None], notices: list[int], also: list[dict]) -> Callable[[], str]:
+    """What the pipeline reads for one thread: the thread, the positions of its comments flagged as
+    notices (decided across the repository, so a change there rebuilds the entry) and its duplicates."""
+    def text() -> str:
+        thread = read() or {}
+        return json.dumps({"thread": thread, "notices": notices, "duplicates": also}, ensure_ascii=False,
+                          sort_keys=True)
+    return text
 
 
 def thread_entries(text: str, *, collection: str, doc: str, meta: dict | None, max_tokens: int = 0
                    ) -> tuple[list[Entry], list[str]]:
-    """The entry of one thread (JSON text of a thread record). One entry per thread, never split:
-    its text is bounded here."""
-    thread = json.loads(text)
+    """The entry of one thread document (thread_sources' JSON, or a bare thread record). One entry
+    per thread, never split: its text is bounded here."""
+    data = json.loads(text)
+    thread = data["thread"] if "thread" in data else data
+    notices = frozenset(int(p) for p in data.get("notices") or [] if isinstance(p, int))
     meta = meta or {}
     repo = str(meta.get("repo") or thread.get("repo") or "")
-    title = " ".join(_clean(thread.get("title")).split()) or f"Issue #{thread.get('number')}"
-    lines = [title, "", "**Symptom:**", *problem_lines(thread)]
-    for reply in quoted_replies(thread):
-        lines += ["", f"**{REPLY_LABEL}:** {_reply_link(reply)}", "", *_quote(reply.get("body"))]
-    closed_by = thread.get("closed_by") or {}
-    if closed_by.get("ref"):
-        lines += ["", f"Closed by {_link(str(closed_by['ref']), closed_by.get('url'))}."]
+    title = _one_line(thread.get("title")) or f"Issue #{thread.get('number')}"
+    resolution = resolve(thread, notices)
+    symptom = problem_lines(thread, without=[f.text for f in resolution.fixes if f.source == "body"])
+    lines = [title, "", "**Symptom:**", *symptom]
+    also = [d for d in data.get("duplicates") or [] if isinstance(d, dict) and d.get("title")]
+    if also:
+        lines += ["", f"**{DUPLICATES_LABEL}:** " + "; ".join(
+            _link(f"#{d.get('number')}: {_one_line(d['title'])}", d.get("url")) for d in also)]
+    lines += resolution_lines(resolution)
     body = "\n".join(lines)
     entry = Entry(
         id=entry_id(collection, doc, ["issue"], 1),
@@ -117,7 +247,7 @@ def thread_entries(text: str, *, collection: str, doc: str, meta: dict | None, m
         doc=doc,
         doc_title=report_title(repo, thread),
         framework=str(meta.get("framework") or framework_of(repo)),
-        lang=detect_lang(body),
+        lang=detect_lang("\n".join([title, *symptom])),
         breadcrumb=[title],
         heading=title,
         anchor="",
@@ -128,6 +258,41 @@ def thread_entries(text: str, *, collection: str, doc: str, meta: dict | None, m
         kind=KIND,
     )
     return [entry], []
+
+
+def resolution_lines(resolution: Resolution) -> list[str]:
+    lines: list[str] = []
+    pull = resolution.pull
+    if pull:
+        title = _one_line(pull.get("title"))
+        lines += ["", f"**{PULL_LABEL}:** " + _link(f"{pull['ref']}: {title}" if title else str(pull["ref"]),
+                                                     pull.get("url"))]
+        description = pull_description(pull.get("body"))
+        if description:
+            lines += ["", *_quote(description, PULL_CHARS)]
+    for fix in resolution.fixes:
+        lines += ["", *fix_lines(fix)]
+    if resolution.commit and not pull:
+        lines += ["", f"Closed by commit {_link(str(resolution.commit['ref']), resolution.commit.get('url'))}."]
+    elif pull and pull.get("commit"):
+        lines += ["", f"Merged as commit {_link(str(pull['commit']), None)}."]
+    if not resolution.resolved:
+        lines += ["", NO_FIX]
+    return lines
+
+
+def fix_lines(fix: Fix) -> list[str]:
+    if fix.source == "body":
+        return [f"**{BODY_FIX_LABEL}:**", "", *_quote(fix.text, QUOTE_CHARS)]
+    who = _reply_link(fix.comment or {})
+    if fix.confirmed:
+        who += ", confirmed by the reporter"
+    lines = [f"**{FIX_LABELS[fix.role]}:** {who}", ""]
+    if fix.answers:
+        asked = _cut(" ".join(split_body(fix.answers.get("body")).prose.split()), QUESTION_CHARS)
+        if asked:
+            lines += [f"In answer to {_reply_link(fix.answers)}: “{asked}”", ""]
+    return lines + _quote(fix.text, QUOTE_CHARS)
 
 
 def report_title(repo: str, thread: dict) -> str:
@@ -143,16 +308,19 @@ def report_title(repo: str, thread: dict) -> str:
     return title
 
 
-def problem_lines(thread: dict) -> list[str]:
-    """The body's first prose, and its error lines as a query would be reduced to, fenced."""
-    body = _without_html_comments(_clean(thread.get("body")))
-    prose, fenced = _split_fences(body)
-    prose = _cut(prose.strip(), PROSE_CHARS)
+def problem_lines(thread: dict, without: list[str] | tuple = ()) -> list[str]:
+    """The body's prose (markup, images, template headings out), and its error signature: the
+    error lines of its logs and prose, reduced as a pasted query is. Launch scripts, environment
+    dumps and config are no signature. `without`: text of the body quoted elsewhere (its workaround)."""
+    body = split_body(thread.get("body"))
+    for part in without:
+        body.prose = body.prose.replace(part, "")
+    prose = _cut(body.prose.strip(), PROSE_CHARS)
     out = prose.split("\n") if prose else []
-    unfenced = "\n".join(line for line in body.split("\n") if not _FENCE.match(line))  # fences are no error lines
-    signature = normalize_query(unfenced) if unfenced.strip() else None
-    # A log or traceback: its error lines. Else what was pasted in a fence (one error line, often).
-    text = signature.text if signature is not None and signature.is_log else fenced
+    logs = [b.text for b in body.of_kind("log")]
+    searched = "\n".join([body.prose, *logs])
+    signature = normalize_query(searched) if searched.strip() else None
+    text = signature.text if signature is not None and signature.is_log else "\n".join(logs)
     text = _cut(text.strip("\n"), SIGNATURE_CHARS)
     if text.strip():
         fence = "~" * max(3, _longest_run(text, "~") + 1)
@@ -160,18 +328,16 @@ def problem_lines(thread: dict) -> list[str]:
     return out or ["(no description)"]
 
 
-def quoted_replies(thread: dict) -> list[dict]:
-    """The first maintainer reply (often the diagnosis) and the last ones (often the fix)."""
-    replies = maintainer_replies(thread)
-    if len(replies) <= REPLIES_QUOTED:
-        return replies
-    return [replies[0], *replies[-(REPLIES_QUOTED - 1):]]
+def pull_description(text) -> str:
+    """A pull request's description without its template: headings, checklists and HTML out."""
+    body = split_body(text)
+    return body.prose.strip()
 
 
-def _reply_link(reply: dict) -> str:
-    who = f"@{_clean(reply.get('author')) or 'maintainer'}"
-    when = str(reply.get("created_at") or "")[:10]
-    return _link(f"{who}, {when}" if when else who, reply.get("url"))
+def _reply_link(comment: dict) -> str:
+    who = f"@{_one_line(comment.get('author')) or 'someone'}"
+    when = str(comment.get("created_at") or "")[:10]
+    return _link(f"{who}, {when}" if when else who, comment.get("url"))
 
 
 def _link(label: str, url) -> str:
@@ -181,13 +347,17 @@ def _link(label: str, url) -> str:
         else label
 
 
-def _quote(text) -> list[str]:
-    body = _cut(_without_html_comments(_clean(text)).strip(), REPLY_CHARS)
-    return [f"> {line}".rstrip() for line in body.split("\n")]
+def _quote(text, limit: int) -> list[str]:
+    body = _cut(plain(clean(text)).strip(), limit)
+    lines = body.split("\n")
+    fences = [line.strip()[:3] for line in lines if line.lstrip().startswith(("```", "~~~"))]
+    if len(fences) % 2:
+        lines.append(fences[-1])  # the cut fell inside a code block: close it
+    return [f"> {line}".rstrip() for line in lines]
 
 
-def _clean(text) -> str:
-    return CONTROL_CHARS.sub("", text.replace("\r\n", "\n")) if isinstance(text, str) else ""
+def _one_line(text) -> str:
+    return " ".join(clean(text).split())
 
 
 def _cut(text: str, limit: int) -> str:
@@ -201,38 +371,9 @@ def _cut(text: str, limit: int) -> str:
     return (head[:at] if at > 0 else head).rstrip() + " …"
 
 
-def _without_html_comments(text: str) -> str:
-    """Issue templates' <!-- hints --> removed (a loop of finds: no regex backtracking)."""
-    out, at = [], 0
-    while True:
-        start = text.find("<!--", at)
-        if start < 0:
-            out.append(text[at:])
-            return "".join(out)
-        out.append(text[at:start])
-        end = text.find("-->", start + 4)
-        if end < 0:
-            return "".join(out)
-        at = end + 3
-
-
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-
-
-def _split_fences(text: str) -> tuple[str, str]:
-    """(prose, fenced): a body's text outside its fenced blocks, and inside them."""
-    prose, fenced, fence = [], [], None
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        else:
-            (prose if fence is None else fenced).append(line)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(prose)), "\n".join(fenced)
-
-
 def _longest_run(text: str, char: str) -> int:
-    runs = re.findall(re.escape(char) + "+", text)
-    return max((len(r) for r in runs), default=0)
+    longest = run = 0
+    for c in text:
+        run = run + 1 if c == char else 0
+        longest = max(longest, run)
+    return longest

@@ -13,7 +13,8 @@ past either, the run stops after the page in hand, with its resume point saved, 
 since leaves the index.
 
 Per closed issue: its comments (when it has any), and its events when it was closed as
-completed, for the commit that closed it. Pull requests are skipped.
+completed, for the commit that closed it and the pull request that commit came from
+(closing.py). Pull requests are skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from datetime import UTC, datetime, timedelta
 
 from ...errors import GitHubError
 from .client import GitHubClient, PageCapReached, RateLimited
-from .shapes import closing_commit, from_api_issue, is_pull_request, issue_number
+from .closing import closing_change
+from .shapes import from_api_issue, is_pull_request, issue_number
 from .threads import MAX_COMMENTS, ThreadStore
 
 PER_PAGE = 100
@@ -100,10 +102,7 @@ def _thread(repo: str, item: dict, client: GitHubClient) -> dict:
                     break
         except PageCapReached:
             pass  # the comments read so far are the thread's
-    closed_by = None
-    if closed and item.get("state_reason") == "completed":
-        events = client.get(client.url(f"repos/{repo}/issues/{number}/events", {"per_page": PER_PAGE})).data
-        closed_by = closing_commit(events if isinstance(events, list) else [], str(item.get("html_url") or ""))
+    closed_by = closing_change(repo, item, client) if closed and item.get("state_reason") == "completed" else None
     return from_api_issue(repo, item, comments, closed_by)
 
 

@@ -38,6 +38,10 @@ def _number(item: dict) -> int:
     return number
 
 
+def _is_bot(user) -> bool:
+    return isinstance(user, dict) and (user.get("is_bot") is True or user.get("type") == "Bot")
+
+
 def _login(user) -> str:
     return _text(user.get("login")) if isinstance(user, dict) else ""
 
@@ -53,6 +57,39 @@ def html_base(issue_url: str) -> str:
     return head if sep else ""
 
 
+# Reactions that approve of a comment, and those that doubt it (the API's keys; gh's names).
+APPROVING = ("+1", "heart", "hooray", "rocket")
+DOUBTING = ("-1", "confused")
+_GH_REACTIONS = {"THUMBS_UP": "+1", "HEART": "heart", "HOORAY": "hooray", "ROCKET": "rocket",
+                 "THUMBS_DOWN": "-1", "CONFUSED": "confused"}
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**9 else 0
+
+
+def api_reactions(reactions) -> dict:
+    """{"up": n, "down": n} from the API's `reactions` object."""
+    if not isinstance(reactions, dict):
+        return {"up": 0, "down": 0}
+    return {"up": sum(_count(reactions.get(k)) for k in APPROVING),
+            "down": sum(_count(reactions.get(k)) for k in DOUBTING)}
+
+
+def gh_reactions(groups) -> dict:
+    """{"up": n, "down": n} from gh's `reactionGroups` ([{"content": "THUMBS_UP", "users": {"totalCount": 3}}])."""
+    counts = {"up": 0, "down": 0}
+    for group in groups if isinstance(groups, list) else []:
+        if not isinstance(group, dict):
+            continue
+        key = _GH_REACTIONS.get(_text(group.get("content")).upper())
+        users = group.get("users")
+        if key:
+            counts["up" if key in APPROVING else "down"] += _count(users.get("totalCount")) \
+                if isinstance(users, dict) else 0
+    return counts
+
+
 def _comment(item: dict, *, url: str, author: str, association: str, created_at: str) -> dict:
     """A comment in the store's shape; the keyword arguments name the source's keys."""
     cid = item.get("id")
@@ -63,6 +100,12 @@ def _comment(item: dict, *, url: str, author: str, association: str, created_at:
         "association": _text(item.get(association)).upper(),
         "created_at": _text(item.get(created_at)),
         "body": clip(item.get("body")),
+        "reactions": api_reactions(item.get("reactions")) if "reactions" in item
+        else gh_reactions(item.get("reactionGroups")),
+        # gh: a comment hidden as spam, off-topic or outdated is no one's answer
+        **({"minimized": True} if item.get("isMinimized") is True else {}),
+        # a GitHub App's account: the API's user type, or gh's is_bot (gh drops the "[bot]" suffix)
+        **({"bot": True} if _is_bot(item.get(author)) else {}),
     }
 
 
@@ -87,9 +130,26 @@ def from_api_issue(repo: str, item: dict, comments: list[dict], closed_by: dict 
         "closed_at": _text(item.get("closed_at")) or None,
         "author": _login(item.get("user")),
         "author_association": _text(item.get("author_association")).upper(),
+        "reactions": api_reactions(item.get("reactions")),
         "comments": [from_api_comment(c) for c in comments[:MAX_COMMENTS] if isinstance(c, dict)],
         "closed_by": closed_by,
     }
+
+
+def pull_request(item: dict, base: str = "") -> dict | None:
+    """A closing pull request in the store's shape, from an API pull (GET .../pulls/N or
+    .../commits/SHA/pulls) or a `gh pr list --json number,title,body,url` item: what changed."""
+    number = item.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        return None
+    url = _text(item.get("html_url")) or _text(item.get("url"))
+    if not url.startswith(("https://", "http://")) or "/pull/" not in url:
+        url = f"{base}/pull/{number}" if base else ""
+    return {"ref": f"#{number}", "url": url or None, "title": clip(item.get("title"), 1000),
+            "body": clip(item.get("body"), PULL_BODY_CHARS)}
+
+
+PULL_BODY_CHARS = 20_000  # of a pull request's description kept: what changed is said at its start
 
 
 def closing_commit(events: list, issue_url: str) -> dict | None:
@@ -98,7 +158,7 @@ def closing_commit(events: list, issue_url: str) -> dict | None:
         if isinstance(event, dict) and event.get("event") == "closed" and isinstance(event.get("commit_id"), str):
             sha = event["commit_id"]
             base = html_base(issue_url)
-            return {"ref": sha[:7], "url": f"{base}/commit/{sha}" if base else None}
+            return {"ref": sha[:7], "sha": sha, "url": f"{base}/commit/{sha}" if base else None}
     return None
 
 
@@ -111,7 +171,8 @@ def from_gh_issue(repo: str, item: dict) -> dict:
     for pr in _list(item.get("closedByPullRequestsReferences")):
         pr_number = issue_number(pr.get("number")) if isinstance(pr, dict) else None
         if pr_number is not None:
-            closed_by = {"ref": f"#{pr_number}", "url": _text(pr.get("url")) or None}
+            closed_by = {"ref": f"#{pr_number}", "url": _text(pr.get("url")) or None,
+                         **({"title": clip(pr["title"], 1000)} if isinstance(pr.get("title"), str) else {})}
     state = _text(item.get("state")).lower()
     return {
         "repo": repo,
@@ -127,7 +188,8 @@ def from_gh_issue(repo: str, item: dict) -> dict:
         "updated_at": _text(item.get("updatedAt")),
         "closed_at": _text(item.get("closedAt")) or None,
         "author": _login(item.get("author")),
-        "author_association": "",
+        "author_association": _text(item.get("authorAssociation")).upper(),
+        "reactions": gh_reactions(item.get("reactionGroups")),
         "comments": comments,
         "closed_by": closed_by,
     }

@@ -1,8 +1,13 @@
 """Bring a repository's stored threads up to date: from the API, or from saved exports.
 
     update = update_threads("verl-project/verl", exports=[], since=None, labels=None,
-                            api_url=None, token_env=None, notify=print)
-    update.store, update.fetched, update.notes, update.stopped
+                            api_url=None, token_env=None, notify=print, aliases={})
+    update.store, update.fetched, update.notes, update.stopped, update.renamed_from
+
+A renamed repository is read under its new name: the API says so (GET /repos/OLD answers
+with the new `full_name`, through its redirect), an export saved before the rename is
+named by `aliases` (`--github-alias OLD=NEW`). Threads stored under the old name move to
+the new name's folder, and the old collection leaves the index (entries.thread_sources).
 
 Where the API is: `api_url`, else GITHUB_API_URL, else https://api.github.com.
 The token: the variable `token_env` names (an error when it is not set), else
@@ -36,6 +41,7 @@ class Update:
     requests: int = 0
     notes: list[str] = field(default_factory=list)
     stopped: str | None = None  # the sync stopped early (rate limit): run again to resume
+    renamed_from: list[str] = field(default_factory=list)  # old names of the repository read here
 
 
 def api_token(token_env: str | None) -> str | None:
@@ -49,24 +55,49 @@ def api_token(token_env: str | None) -> str | None:
     return os.environ.get(DEFAULT_TOKEN_ENV) or None
 
 
+def parse_aliases(pairs) -> dict[str, str]:
+    """{"OLD/NAME": "NEW/NAME"} from `--github-alias OLD=NEW` values."""
+    aliases = {}
+    for pair in pairs or ():
+        old, sep, new = str(pair).partition("=")
+        if not sep:
+            raise GitHubError(f"--github-alias {pair!r} is not OLD=NEW, e.g. volcengine/verl=verl-project/verl")
+        aliases[check_repo(old)] = check_repo(new)
+    return aliases
+
+
 def update_threads(repo: str, *, exports: list[Path] | tuple = (), since: str | None = None,
                    labels: str | None = None, api_url: str | None = None, token_env: str | None = None,
-                   notify: Callable[[str], None] = lambda message: None, root: Path | None = None) -> Update:
-    store = ThreadStore(check_repo(repo), root)
-    update = Update(store)
+                   notify: Callable[[str], None] = lambda message: None, root: Path | None = None,
+                   aliases: dict[str, str] | None = None) -> Update:
+    repo = check_repo(repo)
+    if since:
+        iso_time(since)  # a bad date is said before any request
+    aliases = dict(aliases or {})
+    repo = next((new for old, new in aliases.items() if old.lower() == repo.lower()), repo)
     if exports:
-        threads, update.notes = read_exports(list(exports), store.repo)
+        update = Update(ThreadStore(repo, root))
+        _adopt_old_stores(update, [old for old, new in aliases.items() if new.lower() == repo.lower()], root, notify)
+        threads, update.notes = read_exports(list(exports), repo, aliases)
         threads = [t for t in threads if _wanted(t, since, labels)]
-        store.append(threads)
-        store.compact()
+        update.store.append(threads)
+        update.store.compact()
         update.fetched = len(threads)
         return update
     token = api_token(token_env)
-    if token is None:
-        update.notes.append("no GITHUB_TOKEN: GitHub allows 60 requests an hour without one")
     client = GitHubClient(api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL, token, notify=notify,
                           timeout=_bound("github_timeout", TIMEOUT, float),
                           max_pages=_bound("github_max_pages", MAX_PAGES, int))
+    current = current_name(repo, client)
+    renamed = current.lower() != repo.lower()
+    if renamed:
+        notify(f"{repo} is now {current} (GitHub redirects the old name): its threads are stored and indexed as "
+               f"{current}'s")
+    update = Update(ThreadStore(current if renamed else repo, root))
+    _adopt_old_stores(update, [repo] if renamed else [], root, notify)
+    store = update.store
+    if token is None:
+        update.notes.append("no GITHUB_TOKEN: GitHub allows 60 requests an hour without one")
     report = sync(store.repo, store, client, since=since, labels=labels,
                   max_threads=_bound("github_max_threads", MAX_THREADS, int))
     update.fetched, update.requests, update.stopped = len(report.fetched), report.requests, report.stopped
@@ -86,6 +117,30 @@ def _bound(name: str, default, kind):
         raise GitHubError(f"RLHELPER_{name.upper()}={value!r} is not a positive {'whole ' if kind is int else ''}"
                           f"number (the default is {default:g})") from None
     return number
+
+
+def current_name(repo: str, client: GitHubClient) -> str:
+    """The repository's name now: GET /repos/OWNER/REPO follows a rename's redirect to the new one."""
+    data = client.get(client.url(f"repos/{repo}")).data
+    name = data.get("full_name") if isinstance(data, dict) else None
+    try:
+        return check_repo(name) if isinstance(name, str) else repo
+    except GitHubError:
+        return repo
+
+
+def _adopt_old_stores(update: Update, old_names: list[str], root: Path | None,
+                      notify: Callable[[str], None]) -> None:
+    """Threads stored under an old name of the repository move to the new name's folder (once)."""
+    for old in old_names:
+        previous = ThreadStore(old, root)
+        if old.lower() == update.store.repo.lower():
+            continue
+        update.renamed_from.append(old)
+        if previous.folder.is_dir() and not update.store.folder.exists():
+            update.store.folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.replace(previous.folder, update.store.folder)
+            notify(f"threads stored for {old} moved to {update.store.folder}")
 
 
 def _wanted(thread: dict, since: str | None, labels: str | None) -> bool:
