@@ -9,6 +9,8 @@ from clirun import cli_env, one_line_error, rlhelper
 from rlhelper.measure.reliability import CLI_TRIALS, Row, format_report
 
 ISSUE_31 = ("exports", "github", "bank", "ipv6")
+# Every trial that is not a CLI one: the index, the queries and the web server (issue 31's trust and memory too).
+SERVER_TRIALS = ("kills", "lock", "corruption", "queries", "fuzz", "load", "web", "trust", "memory")
 
 
 def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem3_cache_dir):
@@ -16,7 +18,7 @@ def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem
     index = tmp_path / "work" / seeds_index.name
     before = sorted(p.name for p in index.parent.iterdir())
     run = rlhelper(["bench", "reliability", "--index", str(index), "--kills", "1", "--fuzz", "10", "--clients", "4",
-                    "--seconds", "2", "--skip", "corruption", "--skip", "lock",
+                    "--seconds", "2", "--skip", "corruption", "--skip", "lock", "--skip", "trust", "--skip", "memory",
                     *[arg for name in CLI_TRIALS for arg in ("--skip", name)]],
                    cli_env(tmp_path / "home", usem3_cache_dir))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -36,7 +38,7 @@ def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem
 
 def test_the_cli_attacks_of_issue_17_are_rows_of_their_own(seeds_index, tmp_path, usem3_cache_dir):
     run = rlhelper(["bench", "reliability", "--index", str(seeds_index),
-                    *[arg for name in ("kills", "lock", "corruption", "queries", "fuzz", "load", "web", *ISSUE_31)
+                    *[arg for name in (*SERVER_TRIALS, *ISSUE_31)
                       for arg in ("--skip", name)]], cli_env(tmp_path / "home", usem3_cache_dir))
     assert run.returncode == 0, run.stdout + run.stderr
     table = run.stdout.splitlines()
@@ -52,8 +54,8 @@ def test_the_cli_attacks_of_issue_17_are_rows_of_their_own(seeds_index, tmp_path
 
 def test_the_input_attacks_of_issue_31_are_rows_of_their_own(seeds_index, tmp_path, usem3_cache_dir):
     run = rlhelper(["bench", "reliability", "--index", str(seeds_index),
-                    *[arg for name in ("kills", "lock", "corruption", "queries", "fuzz", "load", "web",
-                                       *(set(CLI_TRIALS) - set(ISSUE_31))) for arg in ("--skip", name)]],
+                    *[arg for name in (*SERVER_TRIALS,
+                                                                    *(set(CLI_TRIALS) - set(ISSUE_31))) for arg in ("--skip", name)]],
                    cli_env(tmp_path / "home", usem3_cache_dir))
     assert run.returncode == 0, run.stdout + run.stderr
     table = run.stdout.splitlines()
