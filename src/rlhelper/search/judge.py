@@ -1,13 +1,15 @@
-"""The judge on the query path: is this entry an answer to this question? (issue 21)
+"""The judge on the query path: is this entry an answer to this question? (issues 21, 27)
 
     judge = Judge.load(folder)          # model.int8.onnx (or model.onnx) + tokenizer.json + manifest
     judge.probabilities(query, [passage(e) for e in entries]) -> [0.93, 0.08, ...]
 
 The model is trained by `rlhelper judge train` (rlhelper.judge, torch) and read here with
 onnxruntime and tokenizers, no torch. The probability is sigmoid(scale * cos(question, passage) +
-bias), with the scale and bias learned in training (manifest.json). A passage's vector is kept once
-computed: a process meets the same few hundred entries again and again, so a warm judge encodes the
-question alone. Both imports are made on load, not on import.
+bias), with the scale and bias learned in training (manifest.json). Question and passage are encoded
+apart, each with the prefix the model was trained with ("query: ", "passage: ": e5's). A passage's
+vector is computed once: ingest stores every entry's in the index (`passage_vectors`, versioned by
+the judge's `fingerprint`), and a process keeps any it had to compute, so a query costs one encoder
+pass. Both imports are made on load, not on import.
 
 What the judge reads of an entry, `passage(entry)`, is its heading trail and its first lines, not
 the whole text: the cost grows with the tokens read, so an entry is cut to about 128 tokens (the
@@ -18,6 +20,7 @@ it was trained on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -60,6 +63,14 @@ DEFAULT_MAX_LENGTH = 128
 MAX_PASSAGES = 64  # one call scores a shortlist, never a whole index
 MAX_CACHED = 20_000  # passage vectors kept (1.5 kB each): every entry of a large index
 JUDGED = 5  # the pipeline's first hits the judge reads
+QUERY_PREFIX = "query: "  # e5 was trained to read a question as a "query", a text that answers as a "passage"
+PASSAGE_PREFIX = "passage: "
+ENCODE_BATCH = 16  # passages per encoder call at ingest (padding grows with the batch's longest)
+
+
+def passage_key(text: str) -> str:
+    """What a passage's vector is stored under (in the index and in a process's cache)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
 def judge_available(folder: Path = PACKAGED) -> bool:
@@ -73,14 +84,16 @@ def judge_available(folder: Path = PACKAGED) -> bool:
 class Judge:
     """An exported judge: its ONNX session, the tokenizer it was trained with, scale and bias."""
 
-    def __init__(self, session, tokenizer, manifest: dict):
+    def __init__(self, session, tokenizer, manifest: dict, fingerprint: str = ""):
         self.session = session
         self.tokenizer = tokenizer
         self.manifest = manifest
         self.scale = float(manifest.get("scale", 1.0))
         self.bias = float(manifest.get("bias", 0.0))
+        self.query_prefix, self.passage_prefix = (manifest.get("prefixes") or ["", ""])[:2]
+        self.fingerprint = fingerprint  # what stored passage vectors must have been made by
         self._inputs = {i.name for i in session.get_inputs()}
-        self._passages: dict[str, np.ndarray] = {}
+        self._passages: dict[str, np.ndarray] = {}  # passage_key -> unit vector
 
     @classmethod
     def load(cls, folder: str | Path, *, int8: bool = True, threads: int = 1) -> Judge:
@@ -104,7 +117,7 @@ class Judge:
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
         tokenizer.enable_truncation(max_length=int(manifest.get("max_length", DEFAULT_MAX_LENGTH)))
         tokenizer.no_padding()
-        return cls(session, tokenizer, manifest)
+        return cls(session, tokenizer, manifest, fingerprint(folder, int8))
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit vectors, one row per text."""
@@ -122,25 +135,61 @@ class Judge:
         (out,) = self.session.run(["embedding"], {k: v for k, v in feeds.items() if k in self._inputs})
         return out
 
+    def encode_passages(self, passages: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Unit vectors of passages, in batches of similar length (what ingest stores)."""
+        out = np.zeros((len(passages), 0), dtype=np.float32)
+        order = sorted(range(len(passages)), key=lambda i: len(passages[i]))
+        for start in range(0, len(order), ENCODE_BATCH):
+            rows = order[start:start + ENCODE_BATCH]
+            vectors = self.embed([self.passage_prefix + passages[i] for i in rows])
+            if not out.shape[1]:
+                out = np.zeros((len(passages), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+            if progress:
+                progress(min(start + ENCODE_BATCH, len(order)))
+        return out
+
+    def remember(self, vectors: dict[str, np.ndarray]) -> None:
+        """Passage vectors computed elsewhere (the index's), by passage_key."""
+        self._passages.update(vectors)
+
     def _passage_vectors(self, passages: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(p for p in passages if p not in self._passages))
+        keys = [passage_key(p) for p in passages]
+        missing = list(dict.fromkeys(p for p, k in zip(passages, keys, strict=True) if k not in self._passages))
         if missing:
             if len(self._passages) + len(missing) > MAX_CACHED:
                 self._passages.clear()
-            self._passages.update(zip(missing, self.embed(missing), strict=True))
-        return np.stack([self._passages[p] for p in passages])
+            self._passages.update(zip(map(passage_key, missing), self.encode_passages(missing), strict=True))
+        return np.stack([self._passages[k] for k in keys]).astype(np.float32)
 
     def logits(self, query: str, passages: list[str]) -> np.ndarray:
         if not passages:
             return np.zeros(0, dtype=np.float32)
         if len(passages) > MAX_PASSAGES:
             raise ValueError(f"at most {MAX_PASSAGES} passages per call, got {len(passages)}")
-        question = self.embed([query])[0]
+        question = self.embed([self.query_prefix + query])[0]
         return self.scale * (self._passage_vectors(passages) @ question) + self.bias
 
     def probabilities(self, query: str, passages: list[str]) -> list[float]:
         """P(the passage answers the query), one per passage, in order."""
         return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(query, passages)))]
+
+
+def fingerprint(folder: Path = PACKAGED, int8: bool = True) -> str:
+    """The judge's identity for stored vectors: its model file's and tokenizer's hashes as the
+    manifest records them (hashed here when it does not), its prefixes and length."""
+    folder = Path(folder)
+    manifest_file = folder / MANIFEST
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else {}
+    files = manifest.get("files", {})
+    parts = []
+    for name in (MODEL_INT8 if int8 else MODEL_FP32, TOKENIZER):
+        recorded = files.get(name, {}).get("sha256")
+        if not recorded and (folder / name).is_file():
+            recorded = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        parts.append(f"{name}:{recorded}")
+    parts += [f"prefixes:{manifest.get('prefixes')}", f"max_length:{manifest.get('max_length', DEFAULT_MAX_LENGTH)}"]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry], weak: bool) -> tuple[Ranking, float]:
