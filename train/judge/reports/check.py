@@ -118,6 +118,8 @@ def main():
                 langs.add(report["lang"])
                 remember(report["text"], f"{where} report {index}")
                 counts[("answerable", report["lang"], report["shape"])] += 1
+                if len(report["text"].splitlines()) >= 15:
+                    counts[("answerable", "long")] += 1
                 heading = entry["heading"]
                 if len(heading) > 30 and heading in report["text"]:
                     warnings.append(f"{where} report {index}: contains the heading verbatim")
@@ -150,18 +152,19 @@ def main():
         missing = set(entries) - covered
         if missing:
             errors.append(f"{len(missing)} entries without reports")
-        total_unanswerable = sum(v for k, v in counts.items() if k[0] == "unanswerable")
+        total_unanswerable = sum(v for k, v in counts.items() if k[0] == "unanswerable" and len(k) == 3)
         if total_unanswerable < 200:
             errors.append(f"only {total_unanswerable} unanswerable reports")
 
     for part in ("answerable", "unanswerable"):
-        total = sum(v for k, v in counts.items() if k[0] == part)
+        total = sum(v for k, v in counts.items() if k[0] == part and len(k) == 3)
         if not total:
             continue
         print(f"{part}: {total} reports" + (f" for {len(covered)} of {len(entries)} entries in {len(per_doc)} docs" if part == "answerable" else ""))
         for lang in sorted(LANGS):
             row = {shape: counts[(part, lang, shape)] for shape in sorted(SHAPES)}
             print(f"  {lang}: {sum(row.values()):4d}  " + "  ".join(f"{s} {n}" for s, n in row.items()))
+        print(f"  reports of 15 lines or more: {counts[(part, 'long')]}")
     for warning in warnings:
         print("warning:", warning)
     for error in errors:
