@@ -204,8 +204,18 @@ class EvalResult:
                 name: {mode: {g: _rounded(m) for g, m in self.breakdown(name, mode).items()} for mode in self.modes}
                 for name in BREAKDOWNS
             },
+            "comparisons": self.comparisons(),
             "items": [r.to_dict() for r in self.items],
         }
+
+    def comparisons(self) -> dict:
+        """Each mode against hybrid: the paired bootstrap differences (bootstrap.py), by metric."""
+        from . import bootstrap
+
+        if "hybrid" not in self.modes:
+            return {}
+        return {f"{mode}-hybrid": {d.metric: d.to_dict() for d in bootstrap.compare(self.items, "hybrid", mode)}
+                for mode in self.modes if mode != "hybrid"}
 
 
 def _rounded(metrics: dict) -> dict:
