@@ -73,18 +73,19 @@ def judge_build_data(index, out, unanswerable, reports, no_noise, seed):
 @click.option("--base", "base_folder", type=click.Path(file_okay=False, path_type=Path),
               help="The start model `rlhelper judge base` wrote (default: train/judge/base).")
 @click.option("--max-pairs", type=click.IntRange(min=2), help="Train on this many pairs, drawn with the seed.")
-@click.option("--epochs", default=1, show_default=True, type=click.IntRange(min=1), help="Passes over the pairs.")
+@click.option("--epochs", default=40, show_default=True, type=click.IntRange(min=1),
+              help="Passes of the head over the pairs (the held-out questions pick the best).")
 @click.option("--max-length", default=128, show_default=True, type=click.IntRange(min=16, max=512),
-              help="Tokens of question and passage together.")
+              help="Tokens read of a question, and of a passage.")
 @click.option("--seed", default=13, show_default=True, help="Seed of the sampling, the new head and the batch order.")
 def judge_train(pairs_file, out, base_folder, max_pairs, epochs, max_length, seed):
-    """Fine-tune multilingual-e5-small as the judge (a bi-encoder), export ONNX fp32 and int8 with a manifest."""
+    """Train the judge: multilingual-e5-small (pruned, ONNX int8) and a linear head on its vectors, with a manifest."""
     from ..judge import base, data, train
 
     out = out or data.TRAIN_DIR / "model"
-    _, manifest = train.run(pairs_file or data.PAIRS, out, base_folder=base_folder or data.TRAIN_DIR / base.BASE_DIR_NAME,
-                            max_pairs=max_pairs, epochs=epochs,
-                         max_length=max_length, seed=seed, command=" ".join(["rlhelper", *sys.argv[1:]]))
+    manifest = train.run(pairs_file or data.PAIRS, out, base_folder=base_folder or data.TRAIN_DIR / base.BASE_DIR_NAME,
+                         max_pairs=max_pairs, epochs=epochs, max_length=max_length, seed=seed,
+                         command=" ".join(["rlhelper", *sys.argv[1:]]))
     sizes = ", ".join(f"{name} {f['bytes'] / 1e6:.1f} MB" for name, f in manifest["files"].items())
     click.echo(f"trained on {manifest['pairs']} pairs -> {out} ({sizes})")
 
@@ -102,17 +103,39 @@ def judge_vectors(index):
 
 
 @judge.command("calibrate")
-@click.option("--set", "eval_set", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Eval file whose dev split sets the threshold (default eval/seeds.jsonl).")
-@click.option("--collection", "-c", multiple=True, help="Collections of the temporary index (default: seeds).")
+@click.option("--set", "eval_sets", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Eval files whose dev splits calibrate (default: seeds, official, issues and written_reports).")
+@click.option("--limit", "limits", multiple=True, metavar="SET=SHARE",
+              help="Most of a set's answerable dev items that may be abstained on, e.g. issues=0.08 "
+                   "(default: 0.08 for the sets in users' words, issues and written_reports; 0.05 otherwise).")
+@click.option("--collection", "-c", multiple=True, help="Collections of the temporary index (default: seeds, official).")
 @click.option("--index", "index", help="Calibrate on this existing index instead of a temporary one.")
-def judge_calibrate(eval_set, collection, index):
-    """Set the judge mode's abstention threshold on the dev split, the other modes untouched."""
-    from ..measure import sets
-    from ..measure.calibration import run_mode_calibration
+def judge_calibrate(eval_sets, limits, collection, index):
+    """Fit the judge mode's confidence (the pipeline's and the judge's combined) and its threshold on dev."""
+    from ..measure import judge_calibration, sets
 
-    model, saved = run_mode_calibration(eval_set or sets.DEFAULT_EVAL_FILE, "judge",
-                                        collections=list(collection) or None, index=index)
-    figures = model.notes["dev_figures"]["judge"]
-    click.echo(f"judge threshold {model.thresholds['judge']:.4f} ({figures['wrongly_abstained']:.1%} of answerable "
-               f"and {figures['unanswerable_abstained']:.1%} of unanswerable dev items abstained) -> {saved}")
+    files = list(eval_sets) or [f for f in (sets.DEFAULT_EVAL_FILE.with_name(n) for n in DEFAULT_SETS) if f.is_file()]
+    shares = dict(DEFAULT_LIMITS)
+    for given in limits:
+        name, _, share = given.partition("=")
+        try:
+            shares[name.strip()] = float(share)
+        except ValueError:
+            raise click.BadParameter(f"{given!r} is not SET=SHARE (e.g. issues=0.08)", param_hint="--limit") from None
+    model, figures, saved = judge_calibration.run_judge_calibration(
+        files, shares, index=index, collections=list(collection) or (None if index else ["seeds", "official"]))
+    w = model.judge_weights
+    click.echo(f"judge confidence = sigmoid({w[0]:.3f} logit(own) + {w[1]:.3f} logit(judge) + {w[2]:.3f}); "
+               f"threshold {model.thresholds['judge']:.4f}, weak up to {model.weak_ceilings['judge']:.4f} -> {saved}")
+    for name, f in figures.items():
+        click.echo(f"  {name:16} dev: {f['wrongly_abstained']:.1%} of {f['answerable']} answerable abstained (limit "
+                   f"{f['limit']:.0%}), {_pct(f['unanswerable_abstained'])} of {f['unanswerable']} unanswerable, "
+                   f"{_pct(f['near_misses_abstained'])} of near misses")
+
+
+DEFAULT_SETS = ("seeds.jsonl", "official.jsonl", "issues.jsonl", "written_reports.jsonl")
+DEFAULT_LIMITS = {"issues": 0.08, "written_reports": 0.08}
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{value:.1%}"

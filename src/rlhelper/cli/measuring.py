@@ -28,7 +28,7 @@ from .options import llm_options, llm_settings
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
               help="The baseline file --write-baseline writes (default eval/baseline.json).")
 @click.option("--judge", "with_judge", is_flag=True,
-              help="Add the judge mode's column (hybrid with the trained judge's say; needs rlhelper[judge]).")
+              help="Insist on the judge mode's column (it is there by default wherever the judge can run).")
 @click.option("--modes", "mode_list", help="Comma-separated modes to run, e.g. hybrid,judge (default: lexical, "
               "dense, hybrid, and judge with --judge).")
 @click.option("--judge-model", type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -36,8 +36,8 @@ from .options import llm_options, llm_settings
 @llm_options
 def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, write_baseline, baseline_file,
           with_judge, mode_list, judge_model, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
-    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid
-    (and judge, with --judge).
+    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense, hybrid and judge
+    (the default mode), with the judge's difference from hybrid and its 95 % interval.
 
     With --llm your model judges every hybrid answer, as `rlhelper ask --llm` does (one request per
     item): its "no answer in these entries" counts as an abstention.
@@ -64,10 +64,11 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
 
         model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
                                        index=index)
-        click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
+        click.echo(f"abstention model for {model.embedder} written: {saved}; the judge mode's confidence rests on it: "
+                   "run `rlhelper judge calibrate` next", err=True)
     if with_judge and write_baseline:
-        raise click.UsageError("the baseline gates the default path: drop --judge")
-    modes = (*harness.MODES, "judge") if with_judge else harness.MODES
+        raise click.UsageError("the baseline gates the hybrid mode's figures: drop --judge")
+    modes = harness.default_modes(with_judge)
     if mode_list:
         from ..search.retrieve import MODES as SEARCH_MODES
 

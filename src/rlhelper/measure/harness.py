@@ -43,6 +43,14 @@ from .sets import (
 )
 
 MODES = ("lexical", "dense", "hybrid")
+
+
+def default_modes(with_judge: bool = False) -> tuple[str, ...]:
+    """The modes `rlhelper eval` runs: the three retrievers and, wherever it can run (or when asked,
+    to fail loudly where it cannot), the judge mode, the default path."""
+    from ..search.judge import judge_available
+
+    return (*MODES, "judge") if with_judge or judge_available() else MODES
 MISSING_DOCUMENTS = "the index holds no document named"
 
 

@@ -178,9 +178,9 @@ def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_
 
 
 def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None, llm: Sequence | None = None,
-          time_budget: float = TIME_BUDGET, mode: str = "hybrid") -> None:
+          time_budget: float = TIME_BUDGET, mode: str | None = None) -> None:
     """Serve the chat until interrupted (`rlhelper serve`). `llm`: the LLMSettings visitors may use;
-    `mode`: the search mode of every answer (the operator's choice, not a visitor's)."""
+    `mode`: the search mode of every answer (the operator's choice, not a visitor's; default: the judge's)."""
     from ..api import Helper
     from ..measure.feedback import WRITES_PER_MINUTE
 
@@ -191,7 +191,7 @@ def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=
         print(exposure_warning(host, port, llm, FeedbackStore(feedback_db).path, WRITES_PER_MINUTE),
               file=sys.stderr, flush=True)
     llm_note = f"; LLM answers by {', '.join(map(repr, llm_endpoints(llm)))}" if llm else ""
-    mode_note = f"; {mode} search" if mode != "hybrid" else ""
+    mode_note = f"; {helper.mode} search"
     print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries{mode_note}{llm_note}; Ctrl+C stops it)",
           flush=True)
     app.block_thread()
