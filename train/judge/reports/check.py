@@ -134,6 +134,8 @@ def main():
             if check_report(row, where, errors):
                 remember(row["text"], where)
                 counts[("unanswerable", row["lang"], row["shape"])] += 1
+                if len(row["text"].splitlines()) >= 15:
+                    counts[("unanswerable", "long")] += 1
 
     bank_texts = {}
     for path in sorted((ROOT / "ingest" / "questions").glob("**/*.jsonl")):
