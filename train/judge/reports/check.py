@@ -3,8 +3,9 @@
 Validates every <collection>/<doc>.jsonl against the dump of answerable entries
 (/work/answerable-entries.jsonl, or --entries): JSON, keys, the entry's (collection, doc,
 heading, entry_id), at least two reports with one English and one Chinese, languages that match
-the text, known shapes, no duplicate texts (within the reports, the unanswerable file and the
-question bank under ingest/questions). Prints counts per shape and language.
+the text, known shapes, no duplicate or near-duplicate texts (word
+sets overlapping by more than 80 %) within the reports and the unanswerable file, no copy of a
+question of the bank under ingest/questions. Prints counts per shape and language.
 
     python train/judge/reports/check.py              # what is written so far
     python train/judge/reports/check.py --complete   # every entry covered, >= 200 unanswerable
@@ -12,6 +13,7 @@ question bank under ingest/questions). Prints counts per shape and language.
 
 import argparse
 import collections
+import itertools
 import json
 import re
 import sys
@@ -134,15 +136,29 @@ def main():
             if check_report(row, where, errors):
                 remember(row["text"], where)
                 counts[("unanswerable", row["lang"], row["shape"])] += 1
+                if len(row["text"].splitlines()) >= 15:
+                    counts[("unanswerable", "long")] += 1
+
+    # Near copies: word sets (a Chinese character counts as a word) overlapping by more than 80 %.
+    word_sets = [(where, words(text)) for text, where in ((t, w) for t, w in seen_texts.items())]
+    for (where_a, a), (where_b, b) in itertools.combinations(word_sets, 2):
+        if a and len(a & b) / len(a | b) > 0.8:
+            errors.append(f"{where_a}: near copy of {where_b}")
 
     bank_texts = {}
     for path in sorted((ROOT / "ingest" / "questions").glob("**/*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             for question in json.loads(line)["questions"]:
                 bank_texts[normalized(question)] = path.name
+    bank_word_sets = [words(question) for question in bank_texts]
+    near_bank = 0
     for key, where in seen_texts.items():
         if key in bank_texts:
             errors.append(f"{where}: copies a question of the bank ({bank_texts[key]})")
+        report_words = words(key)
+        if any(report_words and len(report_words & b) / len(report_words | b) > 0.8 for b in bank_word_sets):
+            near_bank += 1
+    print(f"reports overlapping a bank question by more than 80 % (word sets): {near_bank}")
 
     expected_docs = collections.Counter(f"{e['collection']}/{e['doc']}" for e in entries.values())
     for doc, number in sorted(per_doc.items()):
