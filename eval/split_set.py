@@ -3,10 +3,13 @@
     python eval/split_set.py official          # rewrite the "split" field of every item (idempotent)
     python eval/split_set.py official --check  # validate the file and print counts (writes nothing)
     python eval/split_set.py issues --check    # the same for eval/issues.jsonl
+    python eval/split_set.py written_reports --check  # the same for eval/written_reports.jsonl
     python eval/split_set.py --write-sections  # rewrite OFFICIAL-SECTIONS.md from index/default
 
-The sets: `official` (eval/official.jsonl, the official pages, OFFICIAL.md) and `issues`
-(eval/issues.jsonl, problems users reported in the frameworks' GitHub issues, ISSUES.md).
+The sets: `official` (eval/official.jsonl, the official pages, OFFICIAL.md), `issues`
+(eval/issues.jsonl, problems users reported in the frameworks' GitHub issues, ISSUES.md) and
+`written_reports` (eval/written_reports.jsonl, report-shaped queries written blind from the docs
+of both collections, WRITTEN_REPORTS.md; each item also names its `shape`).
 
 Split rule (by section, not by query), with each set's own salt:
   * answerable items are keyed "<doc>:<leaf heading>" of their FIRST expected entry and
@@ -46,13 +49,18 @@ class EvalSet:
     extra_fields: frozenset = frozenset()
     covers_listing: bool = False  # written to give every answerable official section an item
     stratify_by_doc: bool = True
+    traceback_lines: tuple[int, int] = (5, 26)  # a pasted report's log may run longer
 
 
 SETS = {
     "official": EvalSet(HERE / "official.jsonl", "rlhelper-eval-official-v1:", "off-q", covers_listing=True),
     "issues": EvalSet(HERE / "issues.jsonl", "rlhelper-eval-issues-v1:", "iss-q", frozenset({"source"}),
                       stratify_by_doc=False),  # 29 sections over 11 pages, most with one item
+    "written_reports": EvalSet(HERE / "written_reports.jsonl", "rlhelper-eval-written-reports-v1:", "wr-q",
+                               frozenset({"shape"}), traceback_lines=(5, 64),
+                               stratify_by_doc=False),  # 114 sections over 24 pages, 10 pages with one item
 }
+SHAPES = {"issue", "config", "log", "chat", "traceback", "question"}
 
 
 def h(s: str, salt: str) -> str:
@@ -195,9 +203,12 @@ def check(items: list[dict], spec: EvalSet) -> int:
                 errors.append(f"{iid}: section not answerable: {key}")
             if it.get("kind") == "question" and e["heading"].lower() in it["query"].lower():
                 errors.append(f"{iid}: question contains its expected heading {e['heading']!r}")
+        if "shape" in spec.extra_fields and it.get("shape") not in SHAPES:
+            errors.append(f"{iid}: bad shape {it.get('shape')}")
         if it.get("kind") == "traceback":
             nl = it["query"].count("\n") + 1
-            if not 5 <= nl <= 26:
+            low, high = spec.traceback_lines
+            if not low <= nl <= high:
                 errors.append(f"{iid}: traceback has {nl} lines")
     # the split must be what the rule gives
     snapshot = [it.get("split") for it in items]
@@ -220,6 +231,10 @@ def check(items: list[dict], spec: EvalSet) -> int:
     table("lang", lambda it: it["lang"])
     table("first expected doc", lambda it: it["expected"][0]["doc"] if it["expected"] else "(unanswerable)")
     table("lang x kind", lambda it: f'{it["lang"]}/{it["kind"]}')
+    if "shape" in spec.extra_fields:
+        table("shape", lambda it: it["shape"])
+        table("first expected collection", lambda it: ("seeds" if it["expected"][0]["doc"].endswith(".txt")
+                                                       else "official") if it["expected"] else "(unanswerable)")
     table("split", lambda it: "all")
     if "source" in spec.extra_fields:
         table("source repository", lambda it: "/".join(it.get("source", "").split("/")[3:5]) or "(none)")
