@@ -36,6 +36,9 @@ def judge_check_copies(drop):
     total, hits = data.drop_copies(rewrite=drop)
     click.echo(f"{total} questions in {data.UNANSWERABLE.name}; {hits} copy an eval query"
                + (" (dropped)" if drop and hits else ""))
+    if data.REPORTS.is_dir():
+        total, hits = data.report_copies()
+        click.echo(f"{total} reports in {data.REPORTS.name}/; {hits} copy an eval query")
 
 
 @judge.command("build-data")
@@ -53,9 +56,16 @@ def judge_build_data(index, out, unanswerable, reports, no_noise, seed):
 
     helper = load_helper(index, user_bank=False)
     reports = reports or data.REPORTS
-    pairs, skipped = data.build(helper, data.read_unanswerable(unanswerable or data.UNANSWERABLE), seed=seed,
-                                progress=lambda n, total: click.echo(f"bank questions searched: {n}/{total}", err=True),
-                                noisy=not no_noise, reports=data.read_reports(reports) if reports.is_dir() else None)
+    answered = data.read_reports(reports) if reports.is_dir() else []
+    unanswered = data.read_unanswered_reports(reports) if reports.is_dir() else []
+    answered, dropped = data.without_eval_lookalikes(answered, "text")
+    unanswered, dropped_too = data.without_eval_lookalikes(unanswered, "query")
+    if dropped or dropped_too:
+        click.echo(f"left out, unread: {dropped + dropped_too} reports overlapping an eval query by more than "
+                   f"{data.GUARD_OVERLAP:.0%}", err=True)
+    pairs, skipped = data.build(helper, data.read_unanswerable(unanswerable or data.UNANSWERABLE) + unanswered,
+                                seed=seed, noisy=not no_noise, reports=answered,
+                                progress=lambda n, total: click.echo(f"bank questions searched: {n}/{total}", err=True))
     out = out or data.PAIRS
     digest = data.write(pairs, out)
     for (source, lang, label), n in sorted(data.counts(pairs).items()):

@@ -43,11 +43,13 @@ SEED = 13
 TRAIN_DIR = REPO_ROOT / "train" / "judge"
 UNANSWERABLE = TRAIN_DIR / "unanswerable.jsonl"
 REPORTS = TRAIN_DIR / "reports"
+UNANSWERED_REPORTS = "unanswerable.jsonl"  # beside the reports: report-shaped questions the docs do not answer
 PAIRS = TRAIN_DIR / "pairs.jsonl"
 NEAR_MISSES = 3  # hard negatives per bank question
 UNANSWERED_TOP = 3  # retrieved entries paired with each unanswerable question
 SEARCH_DEPTH = 10  # hits looked at to find NEAR_MISSES that are not the answer in another form
 COPY_OVERLAP = 0.8
+GUARD_OVERLAP = 0.5  # training texts this close to an eval query are left out unread (build-data)
 NOISY_VARIANTS = 1  # noisy forms of each bank and unanswerable question
 KEPT_WORDS = 0.5  # share of a question's words its noisy form's normalized text must still hold
 
@@ -72,6 +74,8 @@ def read_reports(folder: Path = REPORTS) -> list[dict]:
     "heading", "entry_id", "text", "lang", "shape"}, in file order."""
     rows = []
     for path in sorted(Path(folder).rglob("*.jsonl")):
+        if path == Path(folder) / UNANSWERED_REPORTS:
+            continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
@@ -82,6 +86,25 @@ def read_reports(folder: Path = REPORTS) -> list[dict]:
                           "shape": str(r.get("shape", ""))} for r in row["reports"]]
             except (ValueError, KeyError, TypeError) as e:
                 raise ConfigError(f"{path}:{number}: not a line of reports ({e})") from e
+    return rows
+
+
+def read_unanswered_reports(folder: Path = REPORTS) -> list[dict]:
+    """The report-shaped questions the docs do not answer (`reports/unanswerable.jsonl`: {"text", "lang",
+    "shape"}), as unanswerable questions: {"id", "query", "lang", "kind"}."""
+    path = Path(folder) / UNANSWERED_REPORTS
+    if not path.is_file():
+        return []
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            rows.append({"id": f"ureport-{number:04d}", "query": str(row["text"]), "lang": str(row["lang"]),
+                         "kind": f"report_{row.get('shape', '')}"})
+        except (ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"{path}:{number}: not an unanswerable report ({e})") from e
     return rows
 
 
@@ -274,6 +297,19 @@ def read(path: Path = PAIRS) -> list[dict]:
 def counts(pairs: list[dict]) -> Counter:
     """(source, lang, label) -> pairs: what `build-data` prints; a noisy pair's source ends in "+noise"."""
     return Counter((p["source"] + ("+noise" if p.get("noise") else ""), p["lang"], p["label"]) for p in pairs)
+
+
+def without_eval_lookalikes(rows: list[dict], key: str, overlap: float = GUARD_OVERLAP) -> tuple[list[dict], int]:
+    """`rows` less those whose `key` text overlaps an eval query by more than `overlap` (word sets):
+    a guard against training on a near copy of an eval item, applied without showing either text."""
+    hits = set(copies([r[key] for r in rows], eval_queries(), overlap))
+    return [r for i, r in enumerate(rows) if i not in hits], len(hits)
+
+
+def report_copies(folder: Path = REPORTS, overlap: float = COPY_OVERLAP) -> tuple[int, int]:
+    """(reports, copies of an eval query) among every report, answered or not: counts only."""
+    texts = [r["text"] for r in read_reports(folder)] + [r["query"] for r in read_unanswered_reports(folder)]
+    return len(texts), len(copies(texts, eval_queries(), overlap))
 
 
 def drop_copies(path: Path = UNANSWERABLE, overlap: float = COPY_OVERLAP, *, rewrite: bool = False) -> tuple[int, int]:
