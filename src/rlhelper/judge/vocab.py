@@ -71,10 +71,13 @@ def word_texts() -> Iterator[str]:
 
 
 def training_texts(root: Path = REPO_ROOT / "train" / "judge") -> Iterator[str]:
-    """The judge's training questions as written (reports, unanswerable questions), and its noise's lines."""
+    """The judge's training questions as written (the JSON Lines of train/judge/ and its reports/, not
+    the models or pairs built there), and its noise's lines."""
     from . import noise
 
-    yield from corpus_texts(root)
+    for path in [*sorted(Path(root).glob("*.jsonl")), *sorted((Path(root) / "reports").rglob("*.jsonl"))]:
+        if path.name != "pairs.jsonl":
+            yield from (line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     yield from noise.UNRELATED
     yield " ".join(noise.ACTORS + noise.GPUS + noise.OS_NAMES)
     yield " ".join(f"{name}=={v}" for name, versions in noise.VERSIONS.items() for v in versions)
