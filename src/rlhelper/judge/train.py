@@ -85,7 +85,7 @@ def encoder_of(folder: Path, base_folder: Path, max_length: int, manifest: dict,
     import json
     import tempfile
 
-    from ..search.judge import MANIFEST, MODEL_INT8
+    from ..search.judge import HEAD, MANIFEST, MODEL_INT8
     from . import export, vocab
 
     wanted = {"base_source": manifest.get("base_source"), "max_length": max_length, "vocabulary": len(keep),
@@ -95,7 +95,7 @@ def encoder_of(folder: Path, base_folder: Path, max_length: int, manifest: dict,
         held = json.loads(old.read_text(encoding="utf-8"))
         if all(held.get(k) == v for k, v in wanted.items()):
             print_progress("the folder holds this encoder already: reused")
-            return {**held, **manifest, **wanted, "files": held["files"]}
+            return {**held, **manifest, **wanted, "files": {k: v for k, v in held["files"].items() if k != HEAD}}
     with tempfile.TemporaryDirectory(prefix="rlhelper-judge-start-") as tmp:
         start = vocab.write_pruned(base_folder, keep, Path(tmp) / "start")
         return export.export(start_model(start, max_length), folder, {**manifest, **wanted})

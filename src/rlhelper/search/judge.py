@@ -212,8 +212,9 @@ def fingerprint(folder: Path = PACKAGED, int8: bool = True) -> str:
     files = manifest.get("files", {})
     parts = []
     for name in (MODEL_INT8 if int8 else MODEL_FP32, TOKENIZER, HEAD):
-        recorded = files.get(name, {}).get("sha256")
-        if not recorded and (folder / name).is_file():
+        present = (folder / name).is_file()
+        recorded = files.get(name, {}).get("sha256") if present else None
+        if present and not recorded:
             recorded = hashlib.sha256((folder / name).read_bytes()).hexdigest()
         parts.append(f"{name}:{recorded}")
     parts += [f"prefixes:{manifest.get('prefixes')}", f"max_length:{manifest.get('max_length', DEFAULT_MAX_LENGTH)}"]
