@@ -43,14 +43,15 @@ def _ranking(pinned_lead=False) -> Ranking:
                    pinned_lead=pinned_lead)
 
 
-def test_the_judge_moves_its_best_hit_first_only_when_the_pipeline_is_unsure():
+def test_the_judge_orders_the_first_hits_by_its_probability_and_a_pinned_hit_stays():
     scripted = ScriptedJudge([0.2, 0.1, 0.9])
-    ranking, probability = judge.rerank(scripted, "q", _ranking(), _entry, weak=True)
+    ranking, probability = judge.rerank(scripted, "q", _ranking(), _entry)
     assert [row for row, _ in ranking.fused] == [2, 0, 1] and probability == 0.9
-    kept, probability = judge.rerank(scripted, "q", _ranking(), _entry, weak=False)
-    assert [row for row, _ in kept.fused] == [0, 1, 2] and probability == 0.2
-    pinned, _ = judge.rerank(scripted, "q", _ranking(pinned_lead=True), _entry, weak=True)  # the user's vote wins
-    assert [row for row, _ in pinned.fused] == [0, 1, 2]
+    assert [score for _, score in ranking.fused] == [0.9, 0.8, 0.7]  # the places keep their scores, best first
+    same, probability = judge.rerank(ScriptedJudge([0.9, 0.5, 0.5]), "q", _ranking(), _entry)  # ties: pipeline's order
+    assert [row for row, _ in same.fused] == [0, 1, 2] and probability == 0.9
+    pinned, probability = judge.rerank(scripted, "q", _ranking(pinned_lead=True), _entry)  # the user's vote wins
+    assert [row for row, _ in pinned.fused] == [0, 1, 2] and probability == 0.2
 
 
 def test_without_fitted_weights_the_judge_mode_s_confidence_is_the_mean_of_both():

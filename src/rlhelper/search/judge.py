@@ -259,14 +259,18 @@ def write_shipped_vectors(entries: list[Entry], folder: Path = PACKAGED) -> tupl
     return JudgeVectors(print_, keys, vectors).save(folder, SHIPPED_VECTORS), len(keys)
 
 
-def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry], weak: bool) -> tuple[Ranking, float]:
-    """The judge's say on the first JUDGED hits: when the pipeline's own answer is `weak` (in the
-    weak-match band), the hit the judge finds likeliest goes first; a hit the user pinned stays.
+def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry]) -> tuple[Ranking, float]:
+    """The judge orders the first JUDGED hits by its probability (ties keep the pipeline's order); a
+    hit the user pinned by a vote keeps the ranking as it is. The scores of those places stay where
+    they were, best first, so what reads them (a runner-up cited beside a near-tie) sees a ranking.
     Returns the ranking and the judge's probability for the hit now first."""
-    rows = [row for row, _ in ranking.fused[:JUDGED]]
-    probabilities = judge.probabilities(text, [passage(entry_of(row)) for row in rows])
-    best = max(range(len(rows)), key=probabilities.__getitem__)
-    if not weak or best == 0 or ranking.pinned_lead:
+    head = ranking.fused[:JUDGED]
+    probabilities = judge.probabilities(text, [passage(entry_of(row)) for row, _ in head])
+    if ranking.pinned_lead:
         return ranking, probabilities[0]
-    fused = [ranking.fused[best], *ranking.fused[:best], *ranking.fused[best + 1:]]
-    return replace(ranking, fused=fused), probabilities[best]
+    order = sorted(range(len(head)), key=lambda i: -probabilities[i])
+    if order == list(range(len(head))):
+        return ranking, probabilities[0]
+    scores = [score for _, score in head]
+    fused = [(head[i][0], scores[place]) for place, i in enumerate(order)] + ranking.fused[JUDGED:]
+    return replace(ranking, fused=fused), probabilities[order[0]]

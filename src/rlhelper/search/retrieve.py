@@ -233,9 +233,7 @@ class Retriever:
         signals = self.signals(normalized.text, ranking, allowed)
         if mode != "judge" or signals is None:
             return ranking, signals
-        model = self.confidence_model
-        weak = model.confidence(signals) <= model.weak_ceilings.get("hybrid", 0.0)
-        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, weak)
+        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section)
         if judged is not ranking:
             signals = self.signals(normalized.text, judged, allowed)
         return judged, replace(signals, judge=probability)
