@@ -120,7 +120,9 @@ def judge_vectors(index):
                    "(default: 0.08 for the sets in users' words, issues and written_reports; 0.05 otherwise).")
 @click.option("--collection", "-c", multiple=True, help="Collections of the temporary index (default: seeds, official).")
 @click.option("--index", "index", help="Calibrate on this existing index instead of a temporary one.")
-def judge_calibrate(eval_sets, limits, collection, index):
+@click.option("--judge-model", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The judge model folder (default: the one shipped).")
+def judge_calibrate(eval_sets, limits, collection, index, judge_model):
     """Fit the judge mode's confidence (the pipeline's and the judge's combined) and its threshold on dev."""
     from ..measure import judge_calibration, sets
 
@@ -133,7 +135,8 @@ def judge_calibrate(eval_sets, limits, collection, index):
         except ValueError:
             raise click.BadParameter(f"{given!r} is not SET=SHARE (e.g. issues=0.08)", param_hint="--limit") from None
     model, figures, saved = judge_calibration.run_judge_calibration(
-        files, shares, index=index, collections=list(collection) or (None if index else ["seeds", "official"]))
+        files, shares, index=index, collections=list(collection) or (None if index else ["seeds", "official"]),
+        judge_folder=judge_model)
     w = model.judge_weights
     click.echo(f"judge confidence = sigmoid({w[0]:.3f} logit(own) + {w[1]:.3f} logit(judge) + {w[2]:.3f}); "
                f"threshold {model.thresholds['judge']:.4f}, weak up to {model.weak_ceilings['judge']:.4f} -> {saved}")

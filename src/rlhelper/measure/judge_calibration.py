@@ -96,7 +96,8 @@ def calibrate_judge(helper, sets: dict[str, list], limits: dict[str, float], mod
 
 
 def run_judge_calibration(eval_files: Sequence[Path], limits: dict[str, float], *, index=None, collections=None,
-                          target: Path | None = None) -> tuple[ConfidenceModel, dict, Path]:
+                          target: Path | None = None, judge_folder: Path | None = None,
+                          ) -> tuple[ConfidenceModel, dict, Path]:
     """Calibrate the judge mode on the dev splits of `eval_files` (single questions only) and save it."""
     from ..api import Helper
 
@@ -107,7 +108,7 @@ def run_judge_calibration(eval_files: Sequence[Path], limits: dict[str, float], 
             raise ConfigError(f"{file}: no dev items to calibrate on")
         sets[Path(file).stem] = items
     with eval_index(index, collections, None) as where:
-        helper = Helper.load(where, user_bank=False, mode=MODE)
+        helper = Helper.load(where, user_bank=False, mode=MODE, judge=judge_folder)
         filter_collections = list(collections) if (collections and index is not None) else None
         model, figures = calibrate_judge(helper, sets, limits, model_for(helper.index.embedder_id), filter_collections)
     model.notes.setdefault("dev_figures", {})[MODE] = figures
