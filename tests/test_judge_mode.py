@@ -15,7 +15,7 @@ import pytest
 from rlhelper.errors import ConfigError
 from rlhelper.schema import Entry
 from rlhelper.search import judge
-from rlhelper.search.confidence import ConfidenceModel, Signals
+from rlhelper.search.confidence import ConfidenceModel, Signals, combine
 from rlhelper.search.ranking import Ranking
 
 RLHELPER = str(Path(sys.executable).with_name("rlhelper"))
@@ -43,17 +43,18 @@ def _ranking(pinned_lead=False) -> Ranking:
                    pinned_lead=pinned_lead)
 
 
-def test_the_judge_moves_its_best_hit_first_only_when_the_pipeline_is_unsure():
+def test_the_judge_orders_the_first_hits_by_its_probability_and_a_pinned_hit_stays():
     scripted = ScriptedJudge([0.2, 0.1, 0.9])
-    ranking, probability = judge.rerank(scripted, "q", _ranking(), _entry, weak=True)
+    ranking, probability = judge.rerank(scripted, "q", _ranking(), _entry)
     assert [row for row, _ in ranking.fused] == [2, 0, 1] and probability == 0.9
-    kept, probability = judge.rerank(scripted, "q", _ranking(), _entry, weak=False)
-    assert [row for row, _ in kept.fused] == [0, 1, 2] and probability == 0.2
-    pinned, _ = judge.rerank(scripted, "q", _ranking(pinned_lead=True), _entry, weak=True)  # the user's vote wins
-    assert [row for row, _ in pinned.fused] == [0, 1, 2]
+    assert [score for _, score in ranking.fused] == [0.9, 0.8, 0.7]  # the places keep their scores, best first
+    same, probability = judge.rerank(ScriptedJudge([0.9, 0.5, 0.5]), "q", _ranking(), _entry)  # ties: pipeline's order
+    assert [row for row, _ in same.fused] == [0, 1, 2] and probability == 0.9
+    pinned, probability = judge.rerank(scripted, "q", _ranking(pinned_lead=True), _entry)  # the user's vote wins
+    assert [row for row, _ in pinned.fused] == [0, 1, 2] and probability == 0.2
 
 
-def test_with_the_judge_the_confidence_is_the_mean_of_both():
+def test_without_fitted_weights_the_judge_mode_s_confidence_is_the_mean_of_both():
     model = ConfidenceModel(weights=[1.0, 0.0, 0.0, 0.0, 0.0], bias=0.0, thresholds={"hybrid": 0.5})
     signals = Signals(cosine=0.5, margin=0.0, lexical_match=0.0, coverage=0.0)
     own = model.confidence(signals)
@@ -84,8 +85,9 @@ def test_judge_mode_searches_with_the_shipped_model_and_keeps_hybrids_hits(seeds
     judged, hybrid = helper.retrieve(OOM, k=5), helper.retrieve(OOM, k=5, mode="hybrid")
     assert judged.mode == "judge" and 0.0 <= judged.signals.judge <= 1.0
     assert {h.entry.id for h in judged.hits} == {h.entry.id for h in hybrid.hits}  # reordered at most
-    own = helper.retriever.confidence_model.confidence(replace(judged.signals, judge=None))
-    assert judged.confidence == pytest.approx((own + judged.signals.judge) / 2)
+    model = helper.retriever.confidence_model
+    own = model.confidence(replace(judged.signals, judge=None))
+    assert judged.confidence == pytest.approx(combine(own, judged.signals.judge, model.judge_weights))
     assert own == pytest.approx(hybrid.confidence)  # the judge agreed with the pipeline's first hit here
     assert judged.hits[0].entry.id == hybrid.hits[0].entry.id
     answer = helper.ask("how do I bake sourdough bread")

@@ -2,7 +2,7 @@
 
     python eval/experiments/judge_study.py MODEL_FOLDER [--index index/default] [--k 5] [--split dev]
 
-For the dev items of seeds, official and issues, on one index (the default holds both shipped
+For the dev items of seeds, official, issues and written_reports, on one index (the default holds both shipped
 collections, so every set is searched over the same entries), the pipeline's hybrid search gives
 its top `k` hits and its confidence; the judge then reads (query, passage) for each of those hits.
 Printed, per set and language:
@@ -12,6 +12,8 @@ Printed, per set and language:
   top `k` (unanswerable items should score lower);
 - the judge's cost per query (p50, one thread, int8; passage vectors kept between queries, as a
   server keeps them);
+- `margin`: the judge's best hit goes first whenever its probability beats the first hit's by
+  MARGIN, whatever the pipeline's confidence;
 - the pipeline and judge together (`fused`, the candidate chosen on dev, eval/DECISIONS.md): the
   pipeline's order, except that when its answer falls in the weak-match band (confidence at or
   below the calibrated weak ceiling) the judge's best hit goes first; the confidence is the mean of
@@ -31,33 +33,42 @@ import time
 from pathlib import Path
 
 from rlhelper.api import Helper
+from rlhelper.errors import RlhelperError
 from rlhelper.measure.metrics import abstention_separation, choose_threshold
 from rlhelper.measure.sets import entry_locations, load_eval_set, relevance_gains
 from rlhelper.search.judge import Judge, passage
 
 ROOT = Path(__file__).resolve().parents[2]
-SETS = ("seeds", "official", "issues")
-WHO = ("pipeline", "judge", "fused")
+SETS = ("seeds", "official", "issues", "written_reports")
+WHO = ("pipeline", "judge", "fused", "margin")
+MARGIN = 0.2  # `margin`: the judge's best hit goes first when its probability beats the first hit's by this
 
 
 def study(helper: Helper, judge: Judge, name: str, split: str, k: int) -> list[dict]:
     weak_ceiling = helper.retriever.confidence_model.weak_ceilings.get("hybrid", 0.0)
     rows = []
     for item in load_eval_set(ROOT / "eval" / f"{name}.jsonl", split):
-        found = helper.retrieve(item.query, k=k)
+        if item.previous:
+            continue
+        try:
+            found = helper.retrieve(item.query, k=k, mode="hybrid")
+        except RlhelperError:
+            continue
         hits = found.hits[:k]
         started = time.perf_counter()
-        probs = judge.probabilities(item.query, [passage(h.entry) for h in hits]) if hits else []
+        probs = judge.probabilities(found.normalized_query, [passage(h.entry) for h in hits]) if hits else []
         seconds = time.perf_counter() - started
         gains = relevance_gains([entry_locations(h.entry) for h in hits], item.expected)
         order = sorted(range(len(hits)), key=lambda i: -probs[i])
         first = order[0] if hits and found.confidence <= weak_ceiling else 0
+        ahead = order[0] if hits and probs[order[0]] - probs[0] > MARGIN else 0
         rows.append({
             "lang": item.lang, "answerable": item.answerable,
             "pipeline_r1": bool(gains and gains[0]), "judge_r1": bool(gains and gains[order[0]]),
-            "fused_r1": bool(gains and gains[first]),
+            "fused_r1": bool(gains and gains[first]), "margin_r1": bool(gains and gains[ahead]),
             "pipeline_conf": found.confidence, "judge_conf": max(probs, default=0.0),
             "fused_conf": (found.confidence + probs[first]) / 2 if probs else found.confidence / 2,
+            "margin_conf": (found.confidence + probs[ahead]) / 2 if probs else found.confidence / 2,
             "seconds": seconds,
         })
     return rows
@@ -93,6 +104,8 @@ def main() -> None:
     judge = Judge.load(args.model, int8=not args.fp32)
     everything = []
     for name in SETS:
+        if not (ROOT / "eval" / f"{name}.jsonl").is_file():
+            continue
         rows = study(helper, judge, name, args.split, args.k)
         everything += rows
         for lang in (None, "en", "zh"):

@@ -30,6 +30,7 @@ from .catalogue import Phrase
 from .errors import ConfigError, QueryError
 from .schema import Entry, Hit
 from .search import followup
+from .search.judge import default_mode
 from .search.retrieve import MODES, Retrieval, Retriever
 
 if TYPE_CHECKING:
@@ -41,8 +42,9 @@ class Helper:
 
     def __init__(self, index, *, embedder_spec: str | None = None, abstain_threshold: float | None = None,
                  user_bank: str | Path | bool | None = None, judge: str | Path | None = None,
-                 mode: str = "hybrid"):
+                 mode: str | None = None):
         self.index = index
+        mode = mode or default_mode(judge)
         if mode not in MODES:
             raise ConfigError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
         self.mode = mode  # the search mode of a call that names none
@@ -63,7 +65,7 @@ class Helper:
         abstain_threshold: float | None = None,
         user_bank: str | Path | bool | None = None,
         judge: str | Path | None = None,
-        mode: str = "hybrid",
+        mode: str | None = None,
     ) -> Helper:
         """Open an index by folder path or name (default: RLHELPER_INDEX_DIR / index/default).
 
@@ -71,9 +73,10 @@ class Helper:
         data folder); False searches without one (the eval does: one user's votes must not move
         the figures).
 
-        `mode`: the search mode of calls that name none ("hybrid"; "judge" adds the trained judge's
-        say, eval/README.md). `judge`: the folder of a judge model `rlhelper judge train` wrote
-        (default: the one shipped with rlhelper; needs `pip install 'rlhelper[judge]'`).
+        `mode`: the search mode of calls that name none (default "judge": hybrid search, then the
+        trained judge's say, eval/README.md; "hybrid" where the judge cannot run; or "hybrid",
+        "lexical", "dense"). `judge`: the folder of a judge model `rlhelper judge train` wrote
+        (default: the one shipped with rlhelper).
 
         `embedder`, when given, must match the one the index was built with;
         a mismatch raises EmbedderMismatchError saying how to rebuild. An index

@@ -31,12 +31,16 @@ from .options import llm_options, llm_settings
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
               help="The baseline file --write-baseline writes (default eval/baseline.json).")
 @click.option("--judge", "with_judge", is_flag=True,
-              help="Add the judge mode's column (hybrid with the trained judge's say; needs rlhelper[judge]).")
+              help="Insist on the judge mode's column (it is there by default wherever the judge can run).")
+@click.option("--modes", "mode_list", help="Comma-separated modes to run, e.g. hybrid,judge (default: lexical, "
+              "dense, hybrid, and judge with --judge).")
+@click.option("--judge-model", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The judge mode's model folder (default: the one shipped; `rlhelper judge train` writes one).")
 @llm_options
 def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, calibrate, fit_ranking, write_baseline,
-          baseline_file, with_judge, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
-    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense and hybrid
-    (and judge, with --judge).
+          baseline_file, with_judge, mode_list, judge_model, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout):
+    """Measure retrieval: Recall@1/3/5, MRR@10, nDCG@10, abstention; lexical, dense, hybrid and judge
+    (the default mode), with the judge's difference from hybrid and its 95 % interval.
 
     With --llm your model judges every hybrid answer, as `rlhelper ask --llm` does (one request per
     item): its "no answer in these entries" counts as an abstention.
@@ -67,13 +71,22 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
         else:
             model, saved = run_calibration(eval_file, collections=list(collection) or None, embedder=embedder,
                                            index=index)
+            click.echo("note: the judge mode's confidence rests on this model: run `rlhelper judge calibrate` next",
+                       err=True)
             if not model.kind_bands:  # they rest on the weights just refitted: set again, not kept stale
                 click.echo("note: a thread's confidence bands, if the file had them, are left out: calibrate them "
                            "again with --set eval/threads.jsonl --split dev --calibrate", err=True)
         click.echo(f"abstention model for {model.embedder} written: {saved}", err=True)
     if with_judge and write_baseline:
-        raise click.UsageError("the baseline gates the default path: drop --judge")
-    modes = (*harness.MODES, "judge") if with_judge else harness.MODES
+        raise click.UsageError("the baseline gates the hybrid mode's figures: drop --judge")
+    modes = harness.default_modes(with_judge)
+    if mode_list:
+        from ..search.retrieve import MODES as SEARCH_MODES
+
+        modes = tuple(m.strip() for m in mode_list.split(",") if m.strip())
+        unknown = [m for m in modes if m not in SEARCH_MODES]
+        if unknown or not modes:
+            raise click.UsageError(f"--modes takes some of {', '.join(SEARCH_MODES)}; got {mode_list!r}")
     threads = index is None and _expects_threads(eval_file)
     if fit_ranking and calibrate:
         raise click.UsageError("--fit-ranking and --calibrate: run them one after the other (fit the ranking first, "
@@ -95,7 +108,7 @@ def eval_(eval_set, split, collection, embedder, index, as_json, report_dir, cal
         _thread_eval(eval_file, split, collection, embedder, modes, as_json, report_dir)
         return
     result = harness.run_eval(eval_file, split=split, collections=list(collection) or None, embedder=embedder,
-                              index=index, llm=settings, modes=modes)
+                              index=index, llm=settings, modes=modes, judge_folder=judge_model)
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

@@ -41,9 +41,9 @@ def llm_options(fn):
 
 # search.retrieve.MODES, spelt out: importing the search stack would slow every command's start.
 mode_option = click.option(
-    "--mode", type=click.Choice(["hybrid", "lexical", "dense", "judge"]), default="hybrid", show_default=True,
-    help="BM25 only (lexical), embeddings only (dense), both fused (hybrid), or hybrid with the trained "
-         "judge's say (judge; needs pip install 'rlhelper[judge]').")
+    "--mode", type=click.Choice(["judge", "hybrid", "lexical", "dense"]), default=None,
+    help="judge (the default): BM25 and embeddings fused, then the trained judge's say; hybrid: without the "
+         "judge (the default where the judge cannot run); lexical: BM25 only; dense: embeddings only.")
 
 
 def llm_connection_options(fn):

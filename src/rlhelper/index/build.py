@@ -44,6 +44,7 @@ from ..version import __version__
 from .folders import (
     DENSE,
     ENTRIES,
+    JUDGE_VECTORS,
     LEXICAL,
     MANIFEST,
     MOVED_SUFFIX,
@@ -56,6 +57,7 @@ from .folders import (
     show,
     versions,
 )
+from .judge_vectors import JudgeVectors, read_judge_vectors
 from .lexical import BM25Index
 from .lock import DEFAULT_LOCK_TIMEOUT, index_lock  # noqa: F401 - build.index_lock is where callers find it
 from .questions import QuestionIndex
@@ -118,6 +120,7 @@ class IndexContents:
     settings: dict = field(default_factory=dict)  # what shaped the entries (max_tokens, parser fingerprint)
     faiss_type: str = "flat"
     questions: QuestionIndex | None = None  # the question bank, keyed to `entries` rows
+    judge: JudgeVectors | None = None  # the judge's passage vectors (search/judge.py), when a judge can run
 
 
 def _fsync_file(file: Path) -> None:
@@ -159,6 +162,8 @@ def write_folder(folder: Path, contents: IndexContents) -> dict:
             allow_pickle=False)
     if contents.questions is not None:
         contents.questions.save(folder, contents.entries)
+    if contents.judge is not None:
+        contents.judge.save(folder)
 
     files = {}
     for file in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -174,6 +179,8 @@ def write_folder(folder: Path, contents: IndexContents) -> dict:
         "lexical": contents.bm25.settings(),
         "faiss": faiss_settings,
         "settings": dict(contents.settings),
+        **({"judge": {"fingerprint": contents.judge.fingerprint, "vectors": len(contents.judge.keys)}}
+           if contents.judge is not None else {}),
         "collections": contents.collections,
         "documents": contents.documents,
         "files": files,
@@ -281,6 +288,11 @@ class Parsed:
     entries: list[Entry]
     tokens: list[list[str]]
     vectors: np.ndarray
+    folder: Path | None = None
+
+    def judge_vectors(self, fingerprint: str) -> dict[str, np.ndarray]:
+        """The previous index's judge vectors by passage hash, if the same judge made them."""
+        return read_judge_vectors(self.folder / JUDGE_VECTORS, fingerprint) if self.folder is not None else {}
 
 
 def read_parsed(path: Path) -> Parsed | None:
@@ -309,4 +321,4 @@ def read_parsed(path: Path) -> Parsed | None:
         raise IndexCorruptError(
             f"{show(path / PARSED)} and {show(path / PARSED_VECTORS)} disagree with the manifest. {hint}"
         )
-    return Parsed(manifest, entries, tokens, vectors.astype(np.float32, copy=False))
+    return Parsed(manifest, entries, tokens, vectors.astype(np.float32, copy=False), folder)

@@ -10,6 +10,8 @@ Layout (`index/default` is a symlink; each build is a fresh hidden folder):
         lexical/           BM25Index.save
         parsed.jsonl       every document's entries before merging + their lexical tokens
         parsed_vectors.npy their vectors, float32, row-aligned with parsed.jsonl
+        judge_vectors.npz  the judge's vector of each entry's passage (float16, keyed by the passage's
+                           hash) and the fingerprint of the judge that made them; absent without a judge
     index/default.lock     flock target; holds the pid of the running ingest
 
 store.py reads a version, build.py writes one and swaps it in.
@@ -39,6 +41,7 @@ PARSED_VECTORS = "parsed_vectors.npy"
 FORMAT_VERSION = 2  # 2: entries carry `twins` (twins.py)
 OLDEST_FORMAT = 1  # read as the current one without twins; the next ingest links them
 FAISS_TYPES = ("flat", "hnsw", "ivf")
+JUDGE_VECTORS = "judge_vectors.npz"  # the judge's vector of every entry's passage (search/judge.py), by passage hash
 GITHUB_SOURCE = "github:"  # a collection's source when it holds a repository's issue threads
 MOVED_SUFFIX = "-moved"  # a plain index folder set aside by _swap_in, until the link is in
 

@@ -37,6 +37,7 @@ from .folders import (  # noqa: F401 - callers find them here too
     ENTRIES,
     FAISS_TYPES,
     FORMAT_VERSION,
+    JUDGE_VECTORS,
     LEXICAL,
     MANIFEST,
     OLDEST_FORMAT,
@@ -49,6 +50,7 @@ from .folders import (  # noqa: F401 - callers find them here too
     show,
     stale_error,
 )
+from .judge_vectors import read_judge_vectors
 from .lexical import TOKENIZER_VERSION, BM25Index
 from .questions import QuestionIndex
 
@@ -151,6 +153,16 @@ class Index:
 
     def __repr__(self) -> str:
         return f"<Index {show(self.path)}: {len(self)} entries, {self.embedder_id}, faiss {self.faiss_type}>"
+
+    def judge_vectors(self, fingerprint: str) -> dict[str, np.ndarray]:
+        """The judge's passage vectors stored at ingest, by passage hash (search/judge.py); empty when
+        the index holds none or another judge's (read on first use, not on load)."""
+        return read_judge_vectors(self.folder / JUDGE_VECTORS, fingerprint)
+
+    @property
+    def judge_fingerprint(self) -> str | None:
+        """The fingerprint of the judge whose vectors the index holds (None: none stored)."""
+        return (self.manifest.get("judge") or {}).get("fingerprint")
 
     def row_of(self, entry_id: str) -> int:
         """Row of an entry id; KeyError when the index has no such entry."""

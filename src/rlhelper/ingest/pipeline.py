@@ -58,7 +58,9 @@ from ..errors import (
     IndexStaleError,
 )
 from ..index import build, embed, lexical, questions, store
+from ..index.judge_vectors import JudgeVectors
 from ..schema import Entry
+from ..search import judge
 from . import question_prompt, question_writer, sections, twins
 from .bank import question_bank_dir, question_index, thread_titles
 from .changes import DEFAULT_MAX_TOKENS, content_sha256, doc_hash, shaping_settings
@@ -86,6 +88,7 @@ class IngestReport:
     updated: int = 0  # documents parsed (new or changed)
     embedded: int = 0  # entries embedded in this run
     embedded_questions: int = 0  # question-bank questions embedded in this run (the rest reused)
+    judged: int = 0  # entry passages the judge encoded in this run (the rest reused or shipped)
     dropped: list[str] = field(default_factory=list)  # "collection/doc" removed: their file is gone
     rebuilt: str | None = None  # why every entry was re-embedded, when it was
     written: bool = False  # False when nothing changed and the index was left as it was
@@ -175,6 +178,7 @@ def ingest(
             return report
         bank = questions.read_bank(question_bank_dir())
         bank_print = questions.fingerprint(bank.questions)
+        judge_print = judge.fingerprint() if judge.judge_available() else None
         if llm is not None:
             report.llm_questions = _write_questions(docs, bank, llm, progress, report)
         llm_print = _add_written_questions(bank, docs, report)
@@ -183,7 +187,7 @@ def ingest(
             and [(r["collection"], r["doc"], r["sha256"]) for r in old_manifest["documents"]]
             == [(d.record["collection"], d.record["doc"], d.record["sha256"]) for d in docs]
             and old_manifest["faiss"]["type"] == kind
-            and old_manifest.get("settings") == _index_settings(settings, bank_print, llm_print)
+            and old_manifest.get("settings") == _index_settings(settings, bank_print, llm_print, judge_print)
             and _still_loads(path, report)
         )
         if unchanged:
@@ -196,10 +200,13 @@ def ingest(
                 report.written = True
             _report(progress, 1, 1, "done")
         else:
+            known_judged = previous.judge_vectors(judge_print) if previous is not None and judge_print else {}
             vectors = _vectors(docs, emb, previous if same_space else None, progress, report)
             previous = None  # its arrays are no longer needed: let them go before writing
             contents = _assemble(docs, vectors, found, old_manifest, emb, settings, kind)
-            contents.settings = _index_settings(settings, bank_print, llm_print)
+            contents.settings = _index_settings(settings, bank_print, llm_print, judge_print)
+            if judge_print:
+                contents.judge = _judge_vectors(contents.entries, known_judged, report)
             given = thread_titles(bank, contents)
             contents.questions, indexed = question_index(bank, contents.entries, emb,
                                                          path if same_space else None, progress, given)
@@ -235,14 +242,24 @@ def _still_loads(path: Path, report: IngestReport) -> bool:
         return False
 
 
-def _index_settings(settings: dict, bank_print: str | None = None, llm_print: str | None = None) -> dict:
+def _index_settings(settings: dict, bank_print: str | None = None, llm_print: str | None = None,
+                    judge_print: str | None = None) -> dict:
     # How entries are linked across documents is in it: an index linked otherwise is relinked
     # (reusing every vector) on the next ingest. So is the question bank's content: an edited
     # bank is indexed again (only new questions are embedded). The questions the user's model
     # wrote have their own fingerprint, so `rlhelper info` still compares the shipped bank alone.
+    # So is the judge's: another judge encodes every entry's passage again (search/judge.py).
     kept = {k: v for k, v in settings.items() if k not in ("embedder", "recipe")}
     return {**kept, "twins": twins.VERSION, **({"questions": bank_print} if bank_print else {}),
-            **({"llm_questions": llm_print} if llm_print else {})}
+            **({"llm_questions": llm_print} if llm_print else {}), **({"judge": judge_print} if judge_print else {})}
+
+
+def _judge_vectors(entries: list[Entry], known: dict[str, np.ndarray], report: IngestReport) -> JudgeVectors:
+    """The judge's vector of every entry's passage: the previous index's and the shipped ones where
+    they exist, the rest encoded now (so a search costs the judge one pass, over the query)."""
+    print_, keys, vectors, encoded = judge.passage_vectors(entries, known, threads=config.cpu_threads())
+    report.judged = encoded
+    return JudgeVectors(print_, keys, vectors)
 
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import DocumentError
 from ..index import questions
 from ..index.folders import GITHUB_SOURCE
-from ..search import confidence
+from ..search import confidence, judge
 from . import twins
 from .bank import question_bank_dir
 from .changes import document_changed, parser_fingerprint
@@ -118,6 +118,10 @@ def _out_of_date(index, collections: list[CollectionInfo], skipped: list[str]) -
                        "this rlhelper: results may show both copies")
     if index.manifest.get("settings", {}).get("questions") != _bank_fingerprint():
         reasons.append("the question bank changed since the build (new or edited questions are not searched yet)")
+    judge_print = judge.fingerprint() if judge.judge_available() else None
+    if judge_print and index.judge_fingerprint != judge_print:
+        reasons.append("the judge's entry vectors are missing or another judge's: a search encodes the entries it "
+                       "judges (slower) until the index is re-ingested")
     recorded = {(d["collection"], d["doc"]): d for d in index.manifest.get("documents", [])}
     for c in collections:
         if c.source.startswith(GITHUB_SOURCE) or c.sync:

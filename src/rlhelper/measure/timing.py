@@ -47,10 +47,13 @@ TARGETS = {
     "search_p50": (10.0, "ms"),
     "search_p95": (30.0, "ms"),
     "ask_process": (1.5, "s"),
-    "judge_added_p50": (60.0, "ms"),  # what the judge mode adds to a warm search (issue 21)
+    "judge_added_p50": (30.0, "ms"),  # what the judge mode, the default, adds to a warm hybrid search (issue 27)
+    "ask_vs_numpy": (6.0, "x"),  # `rlhelper ask`, whole process, over `python -c 'import numpy'` (issue 27)
+    "judge_installed_mb": (150.0, "MB"),  # what the judge adds to the default install (issue 27)
     "sync_nochange": (2.0, "s"),  # `rlhelper sync` of four git doc sources with nothing new (issue 30)
     "learned_vote_added_p50": (50.0, "ms"),  # 20k learned questions: a search right after a vote (issue 31)
     "peak_rss_query": (400.0, "MB"),
+    "peak_rss_query_judge": (400.0, "MB"),
     "peak_rss_ask": (400.0, "MB"),
     "scale_p50_100000": (50.0, "ms"),
     "scale_peak_100000": (2048.0, "MB"),
@@ -88,6 +91,20 @@ def measure_process(argv: Sequence[str], *, env: dict | None = None, timeout: fl
     if out["returncode"] != 0:
         raise RuntimeError(f"{' '.join(map(str, argv[:4]))} exited {out['returncode']}: {out['stderr'][-2000:]}")
     return out
+
+
+def paired_ratio(argv_a: Sequence[str], argv_b: Sequence[str], runs: int = 5) -> tuple[float, list[float]]:
+    """The median over `runs` pairs of A's wall time over B's, A and B run in turn (A B A B ...), so a
+    machine whose speed drifts moves both of a pair alike; one untimed run of each first."""
+    import statistics
+
+    measure_process(argv_a)
+    measure_process(argv_b)
+    ratios = []
+    for _ in range(max(1, runs)):
+        a = measure_process(argv_a)["wall"]
+        ratios.append(a / measure_process(argv_b)["wall"])
+    return statistics.median(ratios), ratios
 
 
 def worker_argv(task: str, **args) -> list[str]:

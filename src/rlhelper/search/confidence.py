@@ -108,12 +108,17 @@ class ConfidenceModel:
     # Per kind of top entry ("issue": a GitHub thread), its own {"thresholds": {mode: t}, "weak_ceilings":
     # {mode: c}, ...notes}; a kind without bands uses the model's.
     kind_bands: dict[str, dict] = field(default_factory=dict)
+    # In judge mode: [w_own, w_judge, bias] of sigmoid(w_own * logit(own) + w_judge * logit(judge) + bias),
+    # fitted on dev by `rlhelper judge calibrate` (measure/judge_calibration.py); None: their mean.
+    judge_weights: list[float] | None = None
     notes: dict = field(default_factory=dict)  # how and on what it was fitted, its dev figures
 
     def confidence(self, signals: Signals) -> float:
-        """The model's probability; in judge mode, its mean with the judge's (eval/DECISIONS.md)."""
+        """The model's probability; in judge mode, combined with the judge's (eval/DECISIONS.md)."""
         own = self._own_confidence(signals)
-        return own if signals.judge is None else (own + signals.judge) / 2
+        if signals.judge is None:
+            return own
+        return combine(own, signals.judge, self.judge_weights)
 
     def _own_confidence(self, signals: Signals) -> float:
         if signals.cosine < self.cosine_floor and signals.heading_coverage < HEADING_NAMED:
@@ -148,6 +153,7 @@ class ConfidenceModel:
                 **({"feature_ranges": [[round(lo, 6), round(hi, 6)] for lo, hi in self.feature_ranges]}
                    if self.feature_ranges else {}),
                 **({"kind_bands": self.kind_bands} if self.kind_bands else {}),
+                **({"judge_weights": [round(w, 6) for w in self.judge_weights]} if self.judge_weights else {}),
                 "embedder": self.embedder, **self.notes}
 
     @classmethod
@@ -155,7 +161,7 @@ class ConfidenceModel:
         if list(data.get("features", [])) != list(FEATURES):
             raise ValueError(f"features {data.get('features')} are not {list(FEATURES)}")
         known = ("features", "weights", "bias", "thresholds", "embedder", "cosine_floor", "weak_ceilings",
-                 "feature_ranges", "kind_bands")
+                 "feature_ranges", "kind_bands", "judge_weights")
         notes = {k: v for k, v in data.items() if k not in known}
         if len(data["weights"]) != len(FEATURES):
             raise ValueError(f"{len(data['weights'])} weights for {len(FEATURES)} features")
@@ -164,7 +170,7 @@ class ConfidenceModel:
                    embedder=str(data.get("embedder", "")), cosine_floor=float(data.get("cosine_floor", -1.0)),
                    weak_ceilings={m: float(t) for m, t in data.get("weak_ceilings", {}).items()},
                    feature_ranges=_ranges(data.get("feature_ranges")), kind_bands=_kind_bands(data.get("kind_bands")),
-                   notes=notes)
+                   notes=notes, judge_weights=_judge_weights(data.get("judge_weights")))
 
 
 def _kind_bands(data) -> dict[str, dict]:
@@ -177,6 +183,29 @@ def _kind_bands(data) -> dict[str, dict]:
         out[str(kind)] = {**bands, **{name: {m: float(t) for m, t in (bands.get(name) or {}).items()}
                                       for name in ("thresholds", "weak_ceilings")}}
     return out
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def combine(own: float, judge: float, weights: list[float] | None) -> float:
+    """The judge mode's confidence from the pipeline's and the judge's probabilities: a logistic
+    combination of their logits when fitted, else their mean."""
+    if not weights:
+        return (own + judge) / 2
+    z = weights[0] * logit(own) + weights[1] * logit(judge) + weights[2]
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def _judge_weights(data) -> list[float] | None:
+    if data is None:
+        return None
+    weights = [float(w) for w in data]
+    if len(weights) != 3:
+        raise ValueError(f"judge_weights {data} are not [w_own, w_judge, bias]")
+    return weights
 
 
 def _ranges(data) -> list[list[float]] | None:

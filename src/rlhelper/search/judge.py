@@ -1,13 +1,15 @@
-"""The judge on the query path: is this entry an answer to this question? (issue 21)
+"""The judge on the query path: is this entry an answer to this question? (issues 21, 27)
 
     judge = Judge.load(folder)          # model.int8.onnx (or model.onnx) + tokenizer.json + manifest
     judge.probabilities(query, [passage(e) for e in entries]) -> [0.93, 0.08, ...]
 
 The model is trained by `rlhelper judge train` (rlhelper.judge, torch) and read here with
 onnxruntime and tokenizers, no torch. The probability is sigmoid(scale * cos(question, passage) +
-bias), with the scale and bias learned in training (manifest.json). A passage's vector is kept once
-computed: a process meets the same few hundred entries again and again, so a warm judge encodes the
-question alone. Both imports are made on load, not on import.
+bias), with the scale and bias learned in training (manifest.json). Question and passage are encoded
+apart, each with the prefix the model was trained with ("query: ", "passage: ": e5's). A passage's
+vector is computed once: ingest stores every entry's in the index (`passage_vectors`, versioned by
+the judge's `fingerprint`), and a process keeps any it had to compute, so a query costs one encoder
+pass. Both imports are made on load, not on import.
 
 What the judge reads of an entry, `passage(entry)`, is its heading trail and its first lines, not
 the whole text: the cost grows with the tokens read, so an entry is cut to about 128 tokens (the
@@ -18,6 +20,7 @@ it was trained on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -28,8 +31,9 @@ import numpy as np
 
 from ..config import PACKAGE_DIR
 from ..errors import ConfigError
+from ..index.judge_vectors import JudgeVectors, read_judge_vectors
 from ..schema import Entry, title_trail
-from .ranking import Ranking
+from .ranking import Ranking, split_sections, whole_section
 
 MAX_PASSAGE_CHARS = 600  # ~128 wordpiece tokens of English; the tokenizer truncates the rest
 
@@ -52,6 +56,8 @@ def passage(entry: Entry, max_chars: int = MAX_PASSAGE_CHARS) -> str:
 
 
 PACKAGED = PACKAGE_DIR / "data" / "judge"  # the judge shipped with rlhelper (train/judge/README.md)
+SHIPPED_VECTORS = "passages.npz"  # the shipped judge's vectors of the shipped corpus's passages
+HEAD = "head.npz"  # the trained linear map of each side (judge/head.py); absent: the encoder's own vectors
 MODEL_INT8 = "model.int8.onnx"
 MODEL_FP32 = "model.onnx"
 TOKENIZER = "tokenizer.json"
@@ -60,6 +66,14 @@ DEFAULT_MAX_LENGTH = 128
 MAX_PASSAGES = 64  # one call scores a shortlist, never a whole index
 MAX_CACHED = 20_000  # passage vectors kept (1.5 kB each): every entry of a large index
 JUDGED = 5  # the pipeline's first hits the judge reads
+QUERY_PREFIX = "query: "  # e5 was trained to read a question as a "query", a text that answers as a "passage"
+PASSAGE_PREFIX = "passage: "
+ENCODE_BATCH = 16  # passages per encoder call at ingest (padding grows with the batch's longest)
+
+
+def passage_key(text: str) -> str:
+    """What a passage's vector is stored under (in the index and in a process's cache)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
 def judge_available(folder: Path = PACKAGED) -> bool:
@@ -70,17 +84,27 @@ def judge_available(folder: Path = PACKAGED) -> bool:
             and (folder / MODEL_INT8).is_file() and (folder / TOKENIZER).is_file())
 
 
+def default_mode(folder: Path | None = None) -> str:
+    """The search mode of a search that names none: the judge's, wherever it can run (issue 27), else
+    hybrid (an install without onnxruntime, or without the model)."""
+    return "judge" if judge_available(Path(folder) if folder else PACKAGED) else "hybrid"
+
+
 class Judge:
     """An exported judge: its ONNX session, the tokenizer it was trained with, scale and bias."""
 
-    def __init__(self, session, tokenizer, manifest: dict):
+    def __init__(self, session, tokenizer, manifest: dict, fingerprint: str = "",
+                 head: dict[str, np.ndarray] | None = None):
         self.session = session
         self.tokenizer = tokenizer
         self.manifest = manifest
         self.scale = float(manifest.get("scale", 1.0))
         self.bias = float(manifest.get("bias", 0.0))
+        self.query_prefix, self.passage_prefix = (manifest.get("prefixes") or ["", ""])[:2]
+        self.fingerprint = fingerprint  # what stored passage vectors must have been made by
+        self.head = head or {}  # side ("query", "passage") -> the (d, d) map applied to the encoder's vectors
         self._inputs = {i.name for i in session.get_inputs()}
-        self._passages: dict[str, np.ndarray] = {}
+        self._passages: dict[str, np.ndarray] = {}  # passage_key -> unit vector
 
     @classmethod
     def load(cls, folder: str | Path, *, int8: bool = True, threads: int = 1) -> Judge:
@@ -104,7 +128,11 @@ class Judge:
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
         tokenizer.enable_truncation(max_length=int(manifest.get("max_length", DEFAULT_MAX_LENGTH)))
         tokenizer.no_padding()
-        return cls(session, tokenizer, manifest)
+        head = None
+        if (folder / HEAD).is_file():
+            with np.load(folder / HEAD, allow_pickle=False) as data:
+                head = {side: np.asarray(data[side], dtype=np.float32) for side in ("query", "passage")}
+        return cls(session, tokenizer, manifest, fingerprint(folder, int8), head)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit vectors, one row per text."""
@@ -122,35 +150,127 @@ class Judge:
         (out,) = self.session.run(["embedding"], {k: v for k, v in feeds.items() if k in self._inputs})
         return out
 
+    def encode(self, texts: list[str], prefix: str = "", progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """The encoder's unit vectors of `prefix` + each text, in batches of similar length."""
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), ENCODE_BATCH):
+            rows = order[start:start + ENCODE_BATCH]
+            vectors = self.embed([prefix + texts[i] for i in rows])
+            if not out.shape[1]:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+            if progress:
+                progress(min(start + ENCODE_BATCH, len(order)))
+        return out
+
+    def mapped(self, vectors: np.ndarray, side: str) -> np.ndarray:
+        """The head's map of one side applied, back to unit length (the encoder's vectors without a head)."""
+        if side not in self.head or not len(vectors):
+            return vectors
+        out = vectors @ self.head[side]
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+    def encode_passages(self, passages: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """The judge's vectors of passages (what ingest stores)."""
+        return self.mapped(self.encode(passages, self.passage_prefix, progress), "passage")
+
+    def encode_query(self, query: str) -> np.ndarray:
+        return self.mapped(self.embed([self.query_prefix + query]), "query")[0]
+
+    def remember(self, vectors: dict[str, np.ndarray]) -> None:
+        """Passage vectors computed elsewhere (the index's), by passage_key."""
+        self._passages.update(vectors)
+
     def _passage_vectors(self, passages: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(p for p in passages if p not in self._passages))
+        keys = [passage_key(p) for p in passages]
+        missing = list(dict.fromkeys(p for p, k in zip(passages, keys, strict=True) if k not in self._passages))
         if missing:
             if len(self._passages) + len(missing) > MAX_CACHED:
                 self._passages.clear()
-            self._passages.update(zip(missing, self.embed(missing), strict=True))
-        return np.stack([self._passages[p] for p in passages])
+            self._passages.update(zip(map(passage_key, missing), self.encode_passages(missing), strict=True))
+        return np.stack([self._passages[k] for k in keys]).astype(np.float32)
 
     def logits(self, query: str, passages: list[str]) -> np.ndarray:
         if not passages:
             return np.zeros(0, dtype=np.float32)
         if len(passages) > MAX_PASSAGES:
             raise ValueError(f"at most {MAX_PASSAGES} passages per call, got {len(passages)}")
-        question = self.embed([query])[0]
-        return self.scale * (self._passage_vectors(passages) @ question) + self.bias
+        return self.scale * (self._passage_vectors(passages) @ self.encode_query(query)) + self.bias
 
     def probabilities(self, query: str, passages: list[str]) -> list[float]:
         """P(the passage answers the query), one per passage, in order."""
         return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(query, passages)))]
 
 
-def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry], weak: bool) -> tuple[Ranking, float]:
-    """The judge's say on the first JUDGED hits: when the pipeline's own answer is `weak` (in the
-    weak-match band), the hit the judge finds likeliest goes first; a hit the user pinned stays.
+def fingerprint(folder: Path = PACKAGED, int8: bool = True) -> str:
+    """The judge's identity for stored vectors: its model file's and tokenizer's hashes as the
+    manifest records them (hashed here when it does not), its prefixes and length."""
+    folder = Path(folder)
+    manifest_file = folder / MANIFEST
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else {}
+    files = manifest.get("files", {})
+    parts = []
+    for name in (MODEL_INT8 if int8 else MODEL_FP32, TOKENIZER, HEAD):
+        present = (folder / name).is_file()
+        recorded = files.get(name, {}).get("sha256") if present else None
+        if present and not recorded:
+            recorded = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        parts.append(f"{name}:{recorded}")
+    parts += [f"prefixes:{manifest.get('prefixes')}", f"max_length:{manifest.get('max_length', DEFAULT_MAX_LENGTH)}"]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def entry_passages(entries: list[Entry]) -> list[str]:
+    """What the judge reads of each row: the passage of its whole section, as a hit shows it."""
+    sections = split_sections(entries)
+    return [passage(whole_section(entries, sections, row)) for row in range(len(entries))]
+
+
+def shipped_vectors(fingerprint_: str, folder: Path = PACKAGED) -> dict[str, np.ndarray]:
+    """The vectors shipped beside the judge for the shipped corpus (`make judge-vectors`), if made by it."""
+    return read_judge_vectors(Path(folder) / SHIPPED_VECTORS, fingerprint_)
+
+
+def passage_vectors(entries: list[Entry], known: dict[str, np.ndarray], *, folder: Path = PACKAGED,
+                    threads: int = 1, progress: Callable[[int, int], None] | None = None,
+                    ) -> tuple[str, list[str], np.ndarray, int]:
+    """(the judge's fingerprint, distinct passage keys, their vectors, how many were encoded now):
+    the vectors of every entry's passage, from `known` (an earlier index's), the shipped ones, or
+    encoded with the judge in `folder`."""
+    print_ = fingerprint(folder)
+    known = {**shipped_vectors(print_, folder), **known}
+    passages = {passage_key(p): p for p in entry_passages(entries)}
+    missing = [key for key in passages if key not in known]
+    if missing:
+        judge = Judge.load(folder, threads=threads)
+        fresh = judge.encode_passages([passages[k] for k in missing],
+                                      progress=(lambda n: progress(n, len(missing))) if progress else None)
+        known = {**known, **dict(zip(missing, fresh, strict=True))}
+    keys = list(passages)
+    vectors = np.stack([known[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+    return print_, keys, vectors.astype(np.float16), len(missing)
+
+
+def write_shipped_vectors(entries: list[Entry], folder: Path = PACKAGED) -> tuple[Path, int]:
+    """Encode every passage of `entries` with the judge in `folder` and write its shipped vector file."""
+    (Path(folder) / SHIPPED_VECTORS).unlink(missing_ok=True)
+    print_, keys, vectors, _ = passage_vectors(entries, {}, folder=folder, threads=2)
+    return JudgeVectors(print_, keys, vectors).save(folder, SHIPPED_VECTORS), len(keys)
+
+
+def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry]) -> tuple[Ranking, float]:
+    """The judge orders the first JUDGED hits by its probability (ties keep the pipeline's order); a
+    hit the user pinned by a vote keeps the ranking as it is. The scores of those places stay where
+    they were, best first, so what reads them (a runner-up cited beside a near-tie) sees a ranking.
     Returns the ranking and the judge's probability for the hit now first."""
-    rows = [row for row, _ in ranking.fused[:JUDGED]]
-    probabilities = judge.probabilities(text, [passage(entry_of(row)) for row in rows])
-    best = max(range(len(rows)), key=probabilities.__getitem__)
-    if not weak or best == 0 or ranking.pinned_lead:
+    head = ranking.fused[:JUDGED]
+    probabilities = judge.probabilities(text, [passage(entry_of(row)) for row, _ in head])
+    if ranking.pinned_lead:
         return ranking, probabilities[0]
-    fused = [ranking.fused[best], *ranking.fused[:best], *ranking.fused[best + 1:]]
-    return replace(ranking, fused=fused), probabilities[best]
+    order = sorted(range(len(head)), key=lambda i: -probabilities[i])
+    if order == list(range(len(head))):
+        return ranking, probabilities[0]
+    scores = [score for _, score in head]
+    fused = [(head[i][0], scores[place]) for place, i in enumerate(order)] + ranking.fused[JUDGED:]
+    return replace(ranking, fused=fused), probabilities[order[0]]

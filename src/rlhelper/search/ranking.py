@@ -4,7 +4,7 @@ glossary), how the question bank and each retriever ranked the entries, and what
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -28,6 +28,27 @@ SPELLING_WEIGHT = 0.8  # a known word one edit from a word no entry holds ("memr
 def section_key(e: Entry) -> tuple:
     """What the parts of one section share."""
     return e.collection, e.doc, e.anchor, tuple(e.breadcrumb)
+
+
+def split_sections(entries: list[Entry]) -> dict[tuple, list[int]]:
+    """Rows of each section that was split into parts, in part order."""
+    groups: dict[tuple, list[int]] = {}
+    for row, e in enumerate(entries):
+        if e.parts > 1:
+            groups.setdefault(section_key(e), []).append(row)
+    return {key: sorted(rows, key=lambda r: entries[r].part) for key, rows in groups.items()}
+
+
+def whole_section(entries: list[Entry], sections: dict[tuple, list[int]], row: int) -> Entry:
+    """The entry at `row`; for a part of a long section (`sections`: split_sections), the whole
+    section as one entry, keeping the part's id and spanning all the parts' lines."""
+    entry = entries[row]
+    rows = sections.get(section_key(entry)) if entry.parts > 1 else None
+    if not rows or len(rows) < 2:
+        return entry
+    parts = [entries[r] for r in rows]
+    return replace(entry, text="\n".join(p.text for p in parts), line_start=parts[0].line_start,
+                   line_end=parts[-1].line_end, part=1, parts=1)
 
 
 @dataclass

@@ -46,7 +46,7 @@ from .judge import PACKAGED as PACKAGED_JUDGE
 from .judge import Judge, rerank
 from .phase import phase_factors
 from .query import NormalizedQuery, is_binary, normalize_query
-from .ranking import AskedAs, QueryTerms, Ranking, section_key
+from .ranking import AskedAs, QueryTerms, Ranking, section_key, split_sections, whole_section
 from .spelling import Corrector
 from .tradeoff import TradeoffModel, tradeoff_model
 
@@ -126,8 +126,11 @@ class Retriever:
 
     @cached_property
     def judge(self) -> Judge:
-        """The trained judge (judge mode only: onnxruntime is loaded on first use)."""
-        return Judge.load(self._judge_folder or PACKAGED_JUDGE)
+        """The trained judge (judge mode only: onnxruntime is loaded on first use), with the entry
+        vectors ingest stored for it: a search then encodes the query alone."""
+        judge = Judge.load(self._judge_folder or PACKAGED_JUDGE)
+        judge.remember(self.index.judge_vectors(judge.fingerprint))
+        return judge
 
     @cached_property
     def corrector(self) -> Corrector:
@@ -264,9 +267,7 @@ class Retriever:
         signals = self.signals(normalized.text, ranking, allowed)
         if mode != "judge" or signals is None:
             return ranking, signals
-        model = self.confidence_model
-        weak = model.confidence(signals) <= model.weak_ceilings.get("hybrid", 0.0)
-        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, weak)
+        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section)
         if judged is not ranking:
             signals = self.signals(normalized.text, judged, allowed)
         return judged, replace(signals, judge=probability)
@@ -439,12 +440,7 @@ class Retriever:
     @cached_property
     def _split_sections(self) -> dict[tuple, list[int]]:
         """Rows of each section that was split into parts, in part order."""
-        entries = self.index.entries
-        groups: dict[tuple, list[int]] = {}
-        for row, e in enumerate(entries):
-            if e.parts > 1:
-                groups.setdefault(section_key(e), []).append(row)
-        return {key: sorted(rows, key=lambda r: entries[r].part) for key, rows in groups.items()}
+        return split_sections(self.index.entries)
 
     def whole_section(self, row: int) -> Entry:
         """The entry at `row`; for a part of a long section, the whole section as one entry.
@@ -454,13 +450,7 @@ class Retriever:
         The section keeps the matching part's id and spans all the parts' lines (at most
         three at the default budget, 54 of the 482 shipped entries).
         """
-        entry = self.index.entries[row]
-        rows = self._split_sections.get(section_key(entry)) if entry.parts > 1 else None
-        if not rows or len(rows) < 2:
-            return entry
-        parts = [self.index.entries[r] for r in rows]
-        return replace(entry, text="\n".join(p.text for p in parts), line_start=parts[0].line_start,
-                       line_end=parts[-1].line_end, part=1, parts=1)
+        return whole_section(self.index.entries, self._split_sections, row)
 
     def token_set(self, row: int) -> frozenset[str]:
         """An entry's BM25 tokens as a set, kept once made: the top entry's coverage is read on

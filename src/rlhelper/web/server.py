@@ -273,10 +273,11 @@ def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_
 
 
 def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None, llm: Sequence | None = None,
-          time_budget: float = TIME_BUDGET, mode: str = "hybrid", auth_file=None, proxies: Sequence[str] = (),
+          time_budget: float = TIME_BUDGET, mode: str | None = None, auth_file=None, proxies: Sequence[str] = (),
           learn_from_votes: bool = False) -> None:
     """Serve the chat until interrupted (`rlhelper serve`). `llm`: the LLMSettings visitors may use;
-    `mode`: the search mode of every answer (the operator's choice, not a visitor's); the rest as `start`."""
+    `mode`: the search mode of every answer (the operator's choice, not a visitor's; default: the judge's
+    where it can run); the rest as `start`."""
     from ..api import Helper
     from ..measure.feedback import WRITES_PER_MINUTE
     from .auth import read_users
@@ -292,7 +293,7 @@ def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=
               file=sys.stderr, flush=True)
     print(learning_note(learn_from_votes, helper.user_bank), file=sys.stderr, flush=True)
     llm_note = f"; LLM answers by {', '.join(map(repr, llm_endpoints(llm)))}" if llm else ""
-    mode_note = f"; {mode} search" if mode != "hybrid" else ""
+    mode_note = f"; {helper.mode} search"
     auth_note = f"; sign-in for {len(users)} user{'s' if len(users) != 1 else ''}" if users else ""
     proxy_note = f"; X-Forwarded-For believed from {', '.join(trusted_proxies(proxies))}" if proxies else ""
     print(f"rlhelper web chat on {url} ({len(helper.entries):,} entries{mode_note}{llm_note}{auth_note}{proxy_note}; "
