@@ -132,11 +132,20 @@ def test_the_commands_print_counts(tiny_helper, monkeypatch, tmp_path):
     monkeypatch.setenv("RLHELPER_CORPUS_DIR", str(corpus))
     out, questions = tmp_path / "pairs.jsonl", tmp_path / "unanswerable.jsonl"
     questions.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in UNANSWERABLE), encoding="utf-8")
+    (tmp_path / "no-reports").mkdir()
     built = CliRunner().invoke(main, ["judge", "build-data", "--index", str(helper.index.path), "--out", str(out),
-                                      "--unanswerable", str(questions)])
+                                      "--unanswerable", str(questions), "--reports", str(tmp_path / "no-reports"),
+                                      "--no-noise"])
     assert built.exit_code == 0, built.output
-    assert "bank          en  label 1       7" in built.output and f"-> {out}" in built.output
+    assert re.search(r"^bank +en  label 1 +7$", built.output, re.M) and f"-> {out}" in built.output
     assert len(data.read(out)) == 8 + 8 * data.NEAR_MISSES + len(UNANSWERABLE) * data.UNANSWERED_TOP
+    # The hybrid retriever picks the negatives whatever the default mode: the same pairs as a hybrid helper's.
+    from rlhelper.api import Helper
+
+    hybrid = Helper.load(helper.index.path, user_bank=False, mode="hybrid")
+    pairs, _ = data.build(hybrid, data.read_unanswerable(questions), seed=13, noisy=False, reports=[])
+    data.write(pairs, tmp_path / "hybrid.jsonl")
+    assert (tmp_path / "hybrid.jsonl").read_bytes() == out.read_bytes()
 
 
 def test_copies_finds_equal_and_near_equal_word_sets():

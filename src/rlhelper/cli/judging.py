@@ -54,7 +54,9 @@ def judge_build_data(index, out, unanswerable, reports, no_noise, seed):
     """Pairs (question, entry passage, label) from the question bank, near misses and unanswerable questions."""
     from ..judge import data
 
-    helper = load_helper(index, user_bank=False)
+    # The hybrid retriever picks the negatives, whatever judge is shipped: the data a judge is
+    # trained on must not depend on the judge it replaces (a rebuild gives the same pairs).
+    helper = load_helper(index, user_bank=False, mode="hybrid")
     reports = reports or data.REPORTS
     answered = data.read_reports(reports) if reports.is_dir() else []
     unanswered = data.read_unanswered_reports(reports) if reports.is_dir() else []
