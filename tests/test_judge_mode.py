@@ -34,7 +34,7 @@ class ScriptedJudge:
     def __init__(self, probabilities):
         self.given = probabilities
 
-    def probabilities(self, text, passages):
+    def probabilities(self, text, passages, query_vector=None):
         return self.given[:len(passages)]
 
 
@@ -92,6 +92,11 @@ def test_judge_mode_searches_with_the_shipped_model_and_keeps_hybrids_hits(seeds
     assert judged.hits[0].entry.id == hybrid.hits[0].entry.id
     answer = helper.ask("how do I bake sourdough bread")
     assert answer.abstained  # off topic: neither the pipeline nor the judge finds an answer
+    # The query's vector is computed on the judge's thread while the retrievers rank: the same say.
+    passages = [judge.passage(h.entry) for h in judged.hits]
+    soon = helper.retriever.judge.query_soon(OOM)
+    assert soon.result() == pytest.approx(helper.retriever.judge.encode_query(OOM))
+    assert max(helper.retriever.judge.probabilities(OOM, passages)) == pytest.approx(judged.signals.judge)
 
 
 def test_ask_in_judge_mode_from_the_command_line_never_imports_torch(seeds_index, usem3_cache_dir):

@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from .faults import rlhelper_command
-from .trials import one_line_error, run_cli
+from .trials import one_line_error, run_cli, stop_process
 
 REPO = "acme/widgetrl"
 HTML = "https://github.example/acme/widgetrl"
@@ -244,12 +244,7 @@ def serving(args: list[str], env: dict, ready: str, timeout: float = 120):
             time.sleep(0.3)
         yield out, err
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         for reader in readers:
             reader.join(timeout=5)
 

@@ -39,6 +39,16 @@ def run_cli(args: Sequence[str], env: dict | None, cwd: Path | None = None, stdi
                                        proc.stderr.decode(errors="replace"))
 
 
+def stop_process(proc: subprocess.Popen, grace: float = 30) -> None:
+    """Ask a started process to end; kill it if it has not within `grace` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def fix_commands(message: str) -> list[str]:
     """The `rlhelper ...` commands an error message tells the user to run."""
     return re.findall(r"`(rlhelper [^`]*)`", message)

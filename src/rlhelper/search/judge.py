@@ -23,7 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -191,16 +193,36 @@ class Judge:
             self._passages.update(zip(map(passage_key, missing), self.encode_passages(missing), strict=True))
         return np.stack([self._passages[k] for k in keys]).astype(np.float32)
 
-    def logits(self, query: str, passages: list[str]) -> np.ndarray:
+    def query_soon(self, query: str) -> Future:
+        """The query's vector, computed on the judge's own thread while the caller goes on (the
+        retrievers rank meanwhile: onnxruntime lets go of the GIL, so the two share the cores)."""
+        return _background().submit(self.encode_query, query)
+
+    def logits(self, query: str, passages: list[str], query_vector: np.ndarray | None = None) -> np.ndarray:
         if not passages:
             return np.zeros(0, dtype=np.float32)
         if len(passages) > MAX_PASSAGES:
             raise ValueError(f"at most {MAX_PASSAGES} passages per call, got {len(passages)}")
-        return self.scale * (self._passage_vectors(passages) @ self.encode_query(query)) + self.bias
+        vector = self.encode_query(query) if query_vector is None else query_vector
+        return self.scale * (self._passage_vectors(passages) @ vector) + self.bias
 
-    def probabilities(self, query: str, passages: list[str]) -> list[float]:
-        """P(the passage answers the query), one per passage, in order."""
-        return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(query, passages)))]
+    def probabilities(self, query: str, passages: list[str], query_vector: np.ndarray | None = None) -> list[float]:
+        """P(the passage answers the query), one per passage, in order (`query_vector`: the query's,
+        from `query_soon`, when it was computed already)."""
+        return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(query, passages, query_vector)))]
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _background() -> ThreadPoolExecutor:
+    """One thread per process encodes queries for the judge; made on first use."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlhelper-judge")
+        return _pool
 
 
 def fingerprint(folder: Path = PACKAGED, int8: bool = True) -> str:
@@ -259,13 +281,14 @@ def write_shipped_vectors(entries: list[Entry], folder: Path = PACKAGED) -> tupl
     return JudgeVectors(print_, keys, vectors).save(folder, SHIPPED_VECTORS), len(keys)
 
 
-def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry]) -> tuple[Ranking, float]:
+def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry],
+           query_vector: np.ndarray | None = None) -> tuple[Ranking, float]:
     """The judge orders the first JUDGED hits by its probability (ties keep the pipeline's order); a
     hit the user pinned by a vote keeps the ranking as it is. The scores of those places stay where
     they were, best first, so what reads them (a runner-up cited beside a near-tie) sees a ranking.
     Returns the ranking and the judge's probability for the hit now first."""
     head = ranking.fused[:JUDGED]
-    probabilities = judge.probabilities(text, [passage(entry_of(row)) for row, _ in head])
+    probabilities = judge.probabilities(text, [passage(entry_of(row)) for row, _ in head], query_vector)
     if ranking.pinned_lead:
         return ranking, probabilities[0]
     order = sorted(range(len(head)), key=lambda i: -probabilities[i])

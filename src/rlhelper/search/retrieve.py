@@ -262,12 +262,13 @@ class Retriever:
     def assess(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
                mode: str = "hybrid", own_votes: Learned | None = None) -> tuple[Ranking, Signals | None]:
         """The ranking and the signals of its top entry; in judge mode, after the judge's say."""
+        query_vector = self.judge.query_soon(normalized.text) if mode == "judge" else None
         ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode,
                             own_votes=own_votes)
         signals = self.signals(normalized.text, ranking, allowed)
         if mode != "judge" or signals is None:
             return ranking, signals
-        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section)
+        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, query_vector.result())
         if judged is not ranking:
             signals = self.signals(normalized.text, judged, allowed)
         return judged, replace(signals, judge=probability)

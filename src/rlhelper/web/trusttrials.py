@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from ..measure.reliability import Row
+from ..measure.trials import stop_process
 from . import loadtest
 from .trials import Visitor, WebTrial, _started, dependencies, lead_of, matched_of, queue_call
 
@@ -201,11 +202,7 @@ def memory_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | No
             t.join(timeout=150)
         end_mb = rss_mb(server.pid)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_process(server)
     peak = max((mb for _, mb in samples), default=0.0)
     # A bound holds when memory levels off; growth to the end would only take longer to pass the target.
     thirds = [max((mb for t, mb in samples if t <= seconds * k / 3), default=0.0) for k in (1, 2, 3)]
