@@ -94,7 +94,7 @@ def test_judge_mode_searches_with_the_shipped_model_and_keeps_hybrids_hits(seeds
     assert answer.abstained  # off topic: neither the pipeline nor the judge finds an answer
     # The query's vector is computed on the judge's thread while the retrievers rank: the same say.
     passages = [judge.passage(h.entry) for h in judged.hits]
-    soon = helper.retriever.judge.query_soon(OOM)
+    soon = judge.in_background(helper.retriever.judge.encode_query, OOM)
     assert soon.result() == pytest.approx(helper.retriever.judge.encode_query(OOM))
     assert max(helper.retriever.judge.probabilities(OOM, passages)) == pytest.approx(judged.signals.judge)
 

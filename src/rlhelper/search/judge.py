@@ -193,11 +193,6 @@ class Judge:
             self._passages.update(zip(map(passage_key, missing), self.encode_passages(missing), strict=True))
         return np.stack([self._passages[k] for k in keys]).astype(np.float32)
 
-    def query_soon(self, query: str) -> Future:
-        """The query's vector, computed on the judge's own thread while the caller goes on (the
-        retrievers rank meanwhile: onnxruntime lets go of the GIL, so the two share the cores)."""
-        return _background().submit(self.encode_query, query)
-
     def logits(self, query: str, passages: list[str], query_vector: np.ndarray | None = None) -> np.ndarray:
         if not passages:
             return np.zeros(0, dtype=np.float32)
@@ -216,13 +211,14 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _background() -> ThreadPoolExecutor:
-    """One thread per process encodes queries for the judge; made on first use."""
+def in_background(work: Callable, *args) -> Future:
+    """`work(*args)` on the judge's own thread, while the caller goes on: the retrievers rank while the
+    judge loads and encodes the query (onnxruntime lets go of the GIL, so the two share the cores)."""
     global _pool
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlhelper-judge")
-        return _pool
+    return _pool.submit(work, *args)
 
 
 def fingerprint(folder: Path = PACKAGED, int8: bool = True) -> str:

@@ -43,7 +43,7 @@ from . import glossary
 from .confidence import ConfidenceModel, Signals, model_for
 from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
 from .judge import PACKAGED as PACKAGED_JUDGE
-from .judge import Judge, rerank
+from .judge import Judge, in_background, rerank
 from .phase import phase_factors
 from .query import NormalizedQuery, is_binary, normalize_query
 from .ranking import AskedAs, QueryTerms, Ranking, section_key, split_sections, whole_section
@@ -123,6 +123,9 @@ class Retriever:
     @cached_property
     def embedder(self):
         return self._embedder_factory()
+
+    def _judge_query(self, text: str) -> np.ndarray:
+        return self.judge.encode_query(text)
 
     @cached_property
     def judge(self) -> Judge:
@@ -262,7 +265,8 @@ class Retriever:
     def assess(self, normalized: NormalizedQuery, allowed: np.ndarray, *, depth: int = CANDIDATES,
                mode: str = "hybrid", own_votes: Learned | None = None) -> tuple[Ranking, Signals | None]:
         """The ranking and the signals of its top entry; in judge mode, after the judge's say."""
-        query_vector = self.judge.query_soon(normalized.text) if mode == "judge" else None
+        # The judge loads (first search of a process) and encodes the query while the retrievers rank.
+        query_vector = in_background(self._judge_query, normalized.text) if mode == "judge" else None
         ranking = self.rank(normalized, allowed, depth=depth, mode="hybrid" if mode == "judge" else mode,
                             own_votes=own_votes)
         signals = self.signals(normalized.text, ranking, allowed)
