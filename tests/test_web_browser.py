@@ -102,6 +102,7 @@ def wait_for_row(db: Path, query: str, seconds: float = 30.0) -> tuple | None:
 
 
 def test_ask_see_citation_expand_copy_vote(page, seeds_url, feedback_db, tmp_path):
+    page.set_viewport_size({"width": 1280, "height": 900})  # a laptop's window: the README's picture
     page.goto(seeds_url)
     page.locator("#rl-header h1").wait_for()
     assert "helper" in page.inner_text("#rl-header h1")
