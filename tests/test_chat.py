@@ -153,7 +153,8 @@ def test_on_a_terminal_a_pasted_traceback_is_one_message(terminal):
     start = len(terminal.seen)
     terminal.type("what about slime?\n")  # typed: one line
     shown = terminal.read_until(PROMPT, start + len("what about slime?\n"))
-    assert "Read as a follow-up to your previous question" in shown and "in slime's docs" in shown
+    # slime's docs have no wake_up entry: said so since issue 29 point 8 ("slime's docs have no entry on it")
+    assert "Read as a follow-up to your previous question" in shown and "slime's docs have no entry" in shown
 
     terminal.type("\x04")  # Ctrl-D on an empty line
     assert terminal.close() == 0

@@ -53,8 +53,10 @@ def cli_env(monkeypatch, usem3_cache_dir):
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
                  "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "LANGCHAIN_TRACING_V2",
                  "LANGSMITH_TRACING", "RLHELPER_LLM_BASE_URL", "RLHELPER_LLM_MODEL",
-                 "RLHELPER_LLM_API_KEY_ENV", "RLHELPER_LLM_TIMEOUT", "RLHELPER_INDEX_NAME", "PYTHONPATH"):
+                 "RLHELPER_LLM_API_KEY_ENV", "RLHELPER_LLM_TIMEOUT", "RLHELPER_INDEX_NAME"):
         monkeypatch.delenv(name, raising=False)
+    # this tree's code, not the one the venv's editable install points at (in a worktree, another tree's)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent / "src"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 

@@ -54,6 +54,14 @@ def test_the_judge_orders_the_first_hits_by_its_probability_and_a_pinned_hit_sta
     assert [row for row, _ in pinned.fused] == [0, 1, 2] and probability == 0.2
 
 
+def test_a_hit_the_user_demoted_keeps_its_place_and_the_judge_orders_the_others_around_it():
+    # a thumbs-down put row 2 below the hit after it: the judge's favourite, it must not lead again
+    demoted = Ranking(fused=[(0, 0.9), (2, 0.8), (1, 0.7)], terms=None, lex_ids=[], dense_ids=[], dense_scores=[],
+                      demoted=frozenset({2}))
+    ranking, probability = judge.rerank(ScriptedJudge([0.1, 0.9, 0.5]), "q", demoted, _entry)
+    assert [row for row, _ in ranking.fused] == [1, 2, 0] and probability == 0.5
+
+
 def test_without_fitted_weights_the_judge_mode_s_confidence_is_the_mean_of_both():
     model = ConfidenceModel(weights=[1.0, 0.0, 0.0, 0.0, 0.0], bias=0.0, thresholds={"hybrid": 0.5})
     signals = Signals(cosine=0.5, margin=0.0, lexical_match=0.0, coverage=0.0)

@@ -102,6 +102,7 @@ def wait_for_row(db: Path, query: str, seconds: float = 30.0) -> tuple | None:
 
 
 def test_ask_see_citation_expand_copy_vote(page, seeds_url, feedback_db, tmp_path):
+    page.set_viewport_size({"width": 1280, "height": 900})  # a laptop's window: the README's picture
     page.goto(seeds_url)
     page.locator("#rl-header h1").wait_for()
     assert "helper" in page.inner_text("#rl-header h1")
@@ -601,6 +602,24 @@ def test_a_long_identifier_does_not_widen_a_phone(phone, slime_qa_url, tmp_path)
     shot(phone, "phone-identifier-390x844.png", tmp_path)
 
 
+HEARTBEATS = ("[E ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1402, "
+              "OpType=ALLREDUCE) ran for 600015 milliseconds before timing out.\n(WorkerDict pid=48211) "
+              "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3.\n"
+              + "(raylet) [2025-01-01 12:00:00] worker heartbeat ok\n" * 30)
+# A pasted log's echo: how many rows it shows, whether it scrolls, and the row each line of the paste ends on.
+PASTE_SHOWN = """() => { const pre = [...document.querySelectorAll('#rl-chat pre.rl-query')].pop();
+        const s = getComputedStyle(pre), top = pre.getBoundingClientRect().top + parseFloat(s.paddingTop);
+        const inner = pre.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom);
+        const node = pre.firstChild, range = document.createRange(), ends = [];
+        let at = 0;
+        for (const line of node.data.split('\\n')) {  // where each line of the paste ends, wrapped or not
+            if (line) { range.setStart(node, at); range.setEnd(node, at + line.length);
+                        ends.push(Math.round((range.getBoundingClientRect().bottom - top) / parseFloat(s.lineHeight))); }
+            at += line.length + 1;
+        }
+        return {lines: inner / parseFloat(s.lineHeight), scrolls: pre.scrollHeight > pre.clientHeight, ends}; }"""
+
+
 def test_a_phone_shows_a_pasted_log_by_whole_lines_and_an_even_filter_row(phone, seeds_url):
     """Issue 29, point 7."""
     phone.goto(seeds_url)
@@ -613,13 +632,26 @@ def test_a_phone_shows_a_pasted_log_by_whole_lines_and_an_even_filter_row(phone,
     assert abs(framework["width"] - collection["width"]) <= 2 and abs(framework["top"] - collection["top"]) <= 2, \
         filters
     assert note["height"] <= 1.6 * note["line"], f"the filter note takes {note['height']} px: {filters}"
-    ask_and_wait(phone, LONG_PASTE)
-    shown = phone.evaluate("""() => { const pre = [...document.querySelectorAll('#rl-chat pre.rl-query')].pop();
-        const s = getComputedStyle(pre);
-        const inner = pre.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom);
-        return {lines: inner / parseFloat(s.lineHeight), scrolls: pre.scrollHeight > pre.clientHeight}; }""")
+    carets = phone.evaluate("""() => ['#rl-framework', '#rl-collection'].map(s => {
+        const input = document.querySelector(s + ' input'), icon = document.querySelector(s + ' .icon-wrap svg');
+        const ruler = document.createElement('canvas').getContext('2d'); ruler.font = getComputedStyle(input).font;
+        const box = input.getBoundingClientRect(), drawn = icon.getBoundingClientRect();
+        return {gap: drawn.left - (box.left + parseFloat(getComputedStyle(input).paddingLeft)
+                                   + ruler.measureText(input.value).width),
+                fromRight: document.querySelector(s).getBoundingClientRect().right - drawn.right}; })""")
+    assert all(c["gap"] >= 6 for c in carets), f"a filter's text runs into its arrow: {carets}"
+    assert abs(carets[0]["fromRight"] - carets[1]["fromRight"]) <= 1, carets
+    ask_and_wait(phone, HEARTBEATS)  # its lines wrap on a phone: ten rows ended inside one ("(raylet) [...] worker")
+    try:  # the page's script ends the echo at a whole line a frame after it is shown: wait for that state
+        phone.wait_for_function(f"() => {{ const r = ({PASTE_SHOWN})(); return r.ends.includes(Math.round(r.lines)); }}",
+                                timeout=5_000)
+    except Exception:  # playwright's TimeoutError: the assertions below say what is shown instead
+        pass
+    shown = phone.evaluate(PASTE_SHOWN)
     assert shown["scrolls"] and abs(shown["lines"] - round(shown["lines"])) < 0.05, \
         f"the pasted log's preview ends {shown['lines']:.2f} lines down: a line is cut through"
+    assert round(shown["lines"]) in shown["ends"], \
+        f"the preview ends on row {shown['lines']:.0f}, inside a line of the paste (lines end on rows {shown['ends']})"
 
 
 def test_ok_thanks_is_small_talk_and_an_empty_enter_does_nothing(desktop, seeds_url):

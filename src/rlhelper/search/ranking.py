@@ -85,6 +85,7 @@ class Ranking:
     asked: AskedAs = field(default_factory=AskedAs)
     pinned: dict[tuple, str] = field(default_factory=dict)  # section group -> the accepted question that pinned it
     pinned_lead: bool = False  # the top entry was accepted by the user for this question
+    demoted: frozenset[int] = frozenset()  # rows of `fused` a vote demoted for this question: never to lead
 
     def lexical_rank(self, row: int) -> int | None:
         return self._lexical_ranks.get(row)

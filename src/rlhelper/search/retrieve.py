@@ -300,13 +300,13 @@ class Retriever:
                                            from_frames=normalized.is_log))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
         pinned: dict[tuple, str] = {}
-        if not learned.empty:
-            fused, pinned = self.apply_votes(fused, learned, text, allowed, mode)
-        if own_votes is not None and not own_votes.empty:  # the visitor's own say comes last: it leads for them
-            fused, theirs = self.apply_votes(fused, own_votes, text, allowed, mode)
-            pinned = {**pinned, **theirs}
+        demoted: set[int] = set()
+        for votes in (learned, own_votes):  # the visitor's own say comes last: it leads for them
+            if votes is not None and not votes.empty:
+                fused, theirs, down = self.apply_votes(fused, votes, text, allowed, mode)
+                pinned, demoted = {**pinned, **theirs}, demoted | down
         return Ranking(fused, terms, lex_ids, dense_ids, dense_scores, asked, pinned,
-                       bool(fused) and self._group(fused[0][0]) in pinned)
+                       bool(fused) and self._group(fused[0][0]) in pinned, frozenset(demoted))
 
     # -- what the user taught it (userbank.py) --------------------------------------------
 
@@ -333,10 +333,10 @@ class Retriever:
         return self.embedder.embed_documents(texts)
 
     def apply_votes(self, fused: list[tuple[int, float]], learned: Learned, text: str,
-                    allowed: np.ndarray, mode: str) -> tuple[list[tuple[int, float]], dict[tuple, str]]:
+                    allowed: np.ndarray, mode: str) -> tuple[list[tuple[int, float]], dict[tuple, str], set[int]]:
         """An entry accepted for this question (or a near-identical one) leads; one demoted for it
-        drops below the next and never leads. Returns the ranking and {section group: question}
-        of the pinned entries."""
+        drops below the next and never leads. Returns the ranking, {section group: question} of the
+        pinned entries, and the rows of the ranking that were demoted."""
         from ..index.userbank import normalize
 
         qvec = None if mode == "lexical" else self.query_vector(text)
@@ -344,10 +344,12 @@ class Retriever:
         pins = [(row, q) for row, q, _ in learned.accepted.near(norm, qvec) if allowed[row]]
         demoted = [row for row, _, _ in learned.demoted.near(norm, qvec)]
         if not pins and not demoted:
-            return fused, {}
+            return fused, {}, set()
         fused = pin_and_demote(fused, [row for row, _ in pins], demoted, group=self._group)
         kept = {self._group(row) for row, _ in fused}
-        return fused, {self._group(row): q for row, q in reversed(pins) if self._group(row) in kept}
+        down = {self._group(row) for row in demoted}
+        return (fused, {self._group(row): q for row, q in reversed(pins) if self._group(row) in kept},
+                {row for row, _ in fused if self._group(row) in down})
 
     def _group(self, row: int) -> tuple:
         """One key for a section and its twins (twins.py), which a ranking shows once."""

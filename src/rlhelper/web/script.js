@@ -1,7 +1,7 @@
 // The page's script (rlhelper.web.server puts it in the page's head): one delegated listener for the
 // copy buttons in answers (plain HTML without handlers), accessible labels for chat messages, the
-// scroll that shows each new answer from its start, the chat's height in a desktop window, and the
-// box's focus on load.
+// scroll that shows each new answer from its start, the chat's height in a desktop window, a pasted
+// log's echo ended at a whole line, and the box's focus on load.
 (function () {
   // The browser's language, as Gradio's i18n reads it: the page's texts written in both languages
   // (web/app.py, in_both) show the one it picks (style.css).
@@ -96,14 +96,45 @@
     focused = true;
     if (!document.activeElement || document.activeElement === document.body) box.focus({preventScroll: true});
   }
+  // A pasted log's echo (pre.rl-query) is as tall as style.css allows, ten rows; on a phone a line of the
+  // log wraps over several rows, and the echo ended inside one ("(raylet) [...] worker"). It ends at the
+  // last line of the paste that fits whole (measured again when its width changes).
+  function fitPastes() {
+    document.querySelectorAll("#rl-chat pre.rl-query").forEach(function (pre) {
+      var width = String(pre.clientWidth);
+      if (pre.getAttribute("data-rl-fitted") === width) return;
+      pre.setAttribute("data-rl-fitted", width);
+      pre.style.removeProperty("max-height");
+      pre.classList.toggle("rl-more", pre.scrollHeight > pre.clientHeight);  // more of it below: style.css
+      if (pre.scrollHeight <= pre.clientHeight) return;
+      var style = getComputedStyle(pre), row = parseFloat(style.lineHeight);
+      var rows = Math.floor(parseFloat(style.maxHeight) / row), top = pre.getBoundingClientRect().top - pre.scrollTop;
+      var walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT), range = document.createRange();
+      var node, fits = 0, full = false;
+      while (!full && (node = walker.nextNode())) {
+        for (var at = 0; at < node.data.length;) {
+          var end = node.data.indexOf("\n", at);
+          if (end < 0) end = node.data.length;
+          if (end > at) {
+            range.setStart(node, at); range.setEnd(node, end);
+            var ends = Math.round((range.getBoundingClientRect().bottom - top) / row);  // the row it ends on
+            if (ends > rows) { full = true; break; }
+            fits = ends;
+          }
+          at = end + 1;
+        }
+      }
+      if (fits > 0) pre.style.maxHeight = fits * row + "px";
+    });
+  }
   var fitting = 0;
   new MutationObserver(function () {
     showNewAnswer();
     focusBox();
-    if (!fitting) fitting = requestAnimationFrame(function () { fitting = 0; fitChat(); });
+    if (!fitting) fitting = requestAnimationFrame(function () { fitting = 0; fitPastes(); fitChat(); });
   }).observe(document.documentElement, {subtree: true, childList: true, attributes: true,
                                         attributeFilter: ["style", "class"]});
-  window.addEventListener("resize", fitChat);
+  window.addEventListener("resize", function () { fitPastes(); fitChat(); });
   new MutationObserver(function (changes) {
     changes.forEach(function (change) {
       var root = change.target;
