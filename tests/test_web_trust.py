@@ -19,10 +19,11 @@ from rlhelper.cli.main import main as cli
 from rlhelper.index.userbank import UserBank, entry_key
 from rlhelper.index.visitorbank import VisitorBank
 from rlhelper.web import loadtest
+from rlhelper.web.app import EXAMPLES
 from rlhelper.web.server import start
 from rlhelper.web.trials import Visitor, lead_of, matched_of
 
-EXAMPLE = "Weight sync times out between the trainer and SGLang. How do I fix it?"  # the page's own example
+EXAMPLE = EXAMPLES[0]["text"]  # the page's own example
 
 
 @pytest.fixture(scope="module")

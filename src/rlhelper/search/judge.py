@@ -278,15 +278,16 @@ def write_shipped_vectors(entries: list[Entry], folder: Path = PACKAGED) -> tupl
 
 
 def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry],
-           query_vector: np.ndarray | None = None) -> tuple[Ranking, float]:
+           query_vector: np.ndarray | None = None, reorder: bool = True) -> tuple[Ranking, float]:
     """The judge orders the first JUDGED hits by its probability (ties keep the pipeline's order); a
     hit the user pinned by a vote keeps the ranking as it is, and one a vote demoted keeps its place
     (below the hit after it, never first) while the others are ordered around it. The scores of
     those places stay where they were, best first, so what reads them (a runner-up cited beside a
-    near-tie) sees a ranking. Returns the ranking and the judge's probability for the hit now first."""
+    near-tie) sees a ranking. Returns the ranking and the judge's probability for the hit now first.
+    `reorder=False`: the judge has its say in the confidence only (a pasted log, below)."""
     head = ranking.fused[:JUDGED]
     probabilities = judge.probabilities(text, [passage(entry_of(row)) for row, _ in head], query_vector)
-    if ranking.pinned_lead:
+    if ranking.pinned_lead or not reorder:
         return ranking, probabilities[0]
     fixed = {place for place, (row, _) in enumerate(head) if row in ranking.demoted}
     judged = iter(sorted((i for i in range(len(head)) if i not in fixed), key=lambda i: -probabilities[i]))

@@ -272,7 +272,11 @@ class Retriever:
         signals = self.signals(normalized.text, ranking, allowed)
         if mode != "judge" or signals is None:
             return ranking, signals
-        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, query_vector.result())
+        # A pasted log is judged by its error line alone: the frames that say which framework and which
+        # phase failed (the framework boost, search/phase.py) are in the pipeline's order, not in what the
+        # judge reads, so there the judge weighs in on "no match" and leaves the order as it is.
+        judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, query_vector.result(),
+                                     reorder=not normalized.is_log)
         if judged is not ranking:
             signals = self.signals(normalized.text, judged, allowed)
         return judged, replace(signals, judge=probability)

@@ -47,8 +47,8 @@ TITLE = "rlhelper — RL training troubleshooting"
 THUMBS = {1: "Like", -1: "Dislike"}  # a vote as the chat's thumbs show it (feedback_value)
 
 EXAMPLES = [
-    {"display_text": "Weight sync times out between the trainer and SGLang. How do I fix it?",
-     "text": "Weight sync times out between the trainer and SGLang. How do I fix it?"},
+    {"display_text": "Weight sync timed out between the trainer and the inference engines. How do I fix it?",
+     "text": "Weight sync timed out between the trainer and the inference engines. How do I fix it?"},
     {"display_text": "rollout 阶段显存不足怎么办？",
      "text": "rollout 阶段显存不足怎么办？"},
     {"display_text": "Traceback … torch.OutOfMemoryError: CUDA out of memory",

@@ -24,9 +24,10 @@ import httpx
 from ..measure.reliability import Row
 from ..measure.trials import stop_process
 from . import loadtest
+from .app import EXAMPLES
 from .trials import Visitor, WebTrial, _started, dependencies, lead_of, matched_of, queue_call
 
-EXAMPLE = "Weight sync times out between the trainer and SGLang. How do I fix it?"  # the page's own example
+EXAMPLE = EXAMPLES[0]["text"]  # the page's own example
 SECRETS = ("Free bitcoin: https://spam.example/claim-now", "HF_TOKEN=hf_QpT9xBenchSecret42 on gpu-node-17.corp.internal")
 MEMORY_CLIENTS = 20
 MEMORY_TARGET_MB = 1024
