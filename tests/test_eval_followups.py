@@ -42,7 +42,8 @@ def test_a_follow_up_is_scored_as_the_conversation_not_alone(helper, tmp_path):
     assert metrics.first_relevant_rank(with_previous.gains) in (1, 2, 3) and not with_previous.abstained
     assert metrics.first_relevant_rank(alone.gains) is None  # the same words alone do not find it
     # What the eval scored is what a user of the conversation would get.
-    answer = helper.ask("what about slime?", k=metrics.K, previous=helper.ask("weight sync timed out", k=metrics.K))
+    answer = helper.ask("what about slime?", k=metrics.K, mode="hybrid",
+                        previous=helper.ask("weight sync timed out", k=metrics.K, mode="hybrid"))
     assert [h["heading"] for h in with_previous.top] == [h.entry.heading for h in answer.hits]
     assert with_previous.confidence == pytest.approx(answer.confidence) and 0 < answer.confidence <= 1
 

@@ -61,11 +61,11 @@ def test_ingest_stores_every_passage_vector_and_a_search_encodes_the_query_alone
 
     index = tmp_path / "index"
     report = ingest([corpus], index=index)
-    assert report.judged == 3  # three sections, none shipped
+    assert report.judged == 4  # the page's title and three sections, none shipped
     helper = Helper.load(index, user_bank=False, mode="judge")
     manifest = helper.index.manifest
     print_ = judge.fingerprint()
-    assert manifest["judge"] == {"fingerprint": print_, "vectors": 3} and manifest["settings"]["judge"] == print_
+    assert manifest["judge"] == {"fingerprint": print_, "vectors": 4} and manifest["settings"]["judge"] == print_
     stored = helper.index.judge_vectors(print_)
     passages = judge.entry_passages(helper.index.entries)
     assert sorted(stored) == sorted(judge.passage_key(p) for p in passages)
@@ -99,9 +99,9 @@ def test_a_changed_judge_encodes_again_and_an_index_without_vectors_still_answer
     assert len(counted.texts) == 1 + 3  # the query, and the passages it needed, encoded on the spot
 
     report = pipeline.ingest([corpus], index=index)  # a judge can run now: the index gets its vectors
-    assert report.written and report.judged == 3
+    assert report.written and report.judged == 4
     monkeypatch.setattr(pipeline.judge, "fingerprint", lambda *a, **k: "a retrained judge")
     retrained = pipeline.ingest([corpus], index=index)
-    assert retrained.written and retrained.judged == 3
+    assert retrained.written and retrained.judged == 4
     manifest = json.loads((Helper.load(index).index.folder / "manifest.json").read_text())
     assert manifest["judge"]["fingerprint"] == "a retrained judge"

@@ -162,8 +162,8 @@ class Helper:
             return self._answer(query, **search)
         cued = followup.has_cue(query)
         alone = None if cued else self._answer(query, **search)
-        if alone is not None and not alone.abstained:
-            return alone  # no cue, and it finds an entry by itself
+        if alone is not None and not alone.abstained and not alone.weak_match:
+            return alone  # no cue, and it finds an entry by itself (a weak one: the conversation may say more)
         read, moved = self._read_as_follow_up(query, previous, **search)
         if moved and (cued or not read.abstained) or followup.names_only(query):
             return read  # "what about slime?" that slime's docs do not answer says so: not "Installing slime"
@@ -196,6 +196,9 @@ class Helper:
         exclude = [c.entry_id for c in previous.citations
                    if not (previous.follow_up_of and (e := quoted.get(c.entry_id)) and followup.in_heading(query, e))]
         searched = followup.read_with(query, previous.normalized_query, moved_to if previous.abstained else None)
+        # The judge learnt single questions and reports, not a question glued to the message after it:
+        # a conversation is read by the pipeline alone (hybrid).
+        search = {**search, "mode": "hybrid" if search["mode"] == "judge" else search["mode"]}
         answer = self._answer(searched, **search, exclude=exclude, users_filters=not moved_to)
         head = " ".join(previous.normalized_query.split())  # what was searched: a pasted log's error line
         head = head if len(head) <= 80 else head[:79] + "…"

@@ -41,9 +41,10 @@ _POINTS_BACK = re.compile(
     r"这个|这几个|这些|那个|同样|一样",
     re.IGNORECASE,
 )
-# Names a follow-up can swap: one framework for another, one rollout engine for another.
-_GROUPS = [("verl", "skyrl", "slime", "rlinf"), ("sglang", "vllm")]
-_NAMES = frozenset(name for group in _GROUPS for name in group)
+# Names a follow-up can swap: one framework for another, one rollout engine for another, one phase
+# for another ("what about training?" after a rollout OOM: search/phase.py reads the phase from words).
+_GROUPS = [("verl", "skyrl", "slime", "rlinf"), ("sglang", "vllm"), ("rollout", "generation", "training")]
+_NAMES = frozenset(name for group in _GROUPS[:2] for name in group)
 
 
 def _words(text: str) -> list[str]:

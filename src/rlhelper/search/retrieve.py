@@ -40,7 +40,7 @@ from ..index import lexical, questions
 from ..index.learned import Learned, LiveLearned, SearchedQuestions
 from ..schema import Entry, Hit
 from . import glossary
-from .confidence import ConfidenceModel, Signals, model_for
+from .confidence import HEADING_NAMED, ConfidenceModel, Signals, model_for
 from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
 from .judge import PACKAGED as PACKAGED_JUDGE
 from .judge import Judge, in_background, rerank
@@ -274,9 +274,12 @@ class Retriever:
             return ranking, signals
         # A pasted log is judged by its error line alone: the frames that say which framework and which
         # phase failed (the framework boost, search/phase.py) are in the pipeline's order, not in what the
-        # judge reads, so there the judge weighs in on "no match" and leaves the order as it is.
+        # judge reads, so there the judge weighs in on "no match" and leaves the order as it is. So it does
+        # when the query names the first hit by its heading (a pasted error message that is the heading):
+        # the judge reads a passage in which the heading is a few words among many.
+        keep_order = normalized.is_log or signals.heading_coverage >= HEADING_NAMED
         judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, query_vector.result(),
-                                     reorder=not normalized.is_log)
+                                     reorder=not keep_order)
         if judged is not ranking:
             signals = self.signals(normalized.text, judged, allowed)
         return judged, replace(signals, judge=probability)
