@@ -251,7 +251,9 @@ def test_token_log_tokenizes_each_text_once_across_processes(tmp_path, monkeypat
 def seeds_helper(seeds_index, tmp_path_factory):
     from rlhelper.api import Helper
 
-    return Helper.load(seeds_index, user_bank=tmp_path_factory.mktemp("bank") / "questions.jsonl")
+    # Hybrid: the bank's rules on the pipeline's order (how the judge mode keeps a vote's say:
+    # test_judge_mode.py, test_web_trust.py).
+    return Helper.load(seeds_index, user_bank=tmp_path_factory.mktemp("bank") / "questions.jsonl", mode="hybrid")
 
 
 def test_accepted_question_leads_and_says_matched_then_a_demotion_undoes_it(seeds_helper):
