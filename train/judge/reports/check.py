@@ -1,7 +1,7 @@
 """Check the judge's report-shaped training data (train/judge/reports/).
 
 Validates every <collection>/<doc>.jsonl against the dump of answerable entries
-(/work/answerable-entries.jsonl, or --entries): JSON, keys, the entry's (collection, doc,
+(the answerable entries of index/default/entries.jsonl, or --entries): JSON, keys, the entry's (collection, doc,
 heading, entry_id), at least two reports with one English and one Chinese, languages that match
 the text, known shapes, no duplicate or near-duplicate texts (word
 sets overlapping by more than 80 %) within the reports and the unanswerable file, no copy of a
@@ -26,6 +26,8 @@ LANGS = {"en", "zh"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 ENTRY_KEYS = {"collection", "doc", "heading", "entry_id", "reports"}
 REPORT_KEYS = {"text", "lang", "shape"}
+
+REPO = Path(__file__).resolve().parents[3]  # the repository: train/judge/reports/check.py
 
 
 def normalized(text):
@@ -69,14 +71,17 @@ def load_lines(path, errors):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", default="/work/answerable-entries.jsonl")
+    parser.add_argument("--entries", default=str(REPO / "index" / "default" / "entries.jsonl"),
+                        help="entries.jsonl of an index of the shipped corpus (default: index/default, after "
+                             "`rlhelper ingest`); its answerable entries are the ones the reports answer")
     parser.add_argument("--complete", action="store_true", help="require every entry and 200 unanswerable")
     args = parser.parse_args()
 
     entries = {}
     for line in Path(args.entries).read_text(encoding="utf-8").splitlines():
         entry = json.loads(line)
-        entries[entry["id"]] = entry
+        if entry.get("answerable", True):
+            entries[entry["id"]] = entry
 
     errors, warnings = [], []
     seen_texts = {}
