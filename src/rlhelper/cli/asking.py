@@ -40,7 +40,7 @@ def ask(query, k, framework, collection, lang, index, mode, as_json, llm, llm_ba
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     helper = load_helper(index)
     answer = helper.ask(read_query(query), k=k, mode=mode, **filters_of(framework, collection, lang))
-    from ..index.userbank import remember_answer
+    from ..index.lastanswer import remember_answer
 
     remember_answer(answer, helper.index.path)  # for `rlhelper feedback accept`
     _show(helper, answer, settings, as_json)

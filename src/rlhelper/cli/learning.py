@@ -19,7 +19,8 @@ def feedback():
 
 
 def _vote_on_last(vote: int, hit: int) -> None:
-    from ..index.userbank import UserBank, last_answer
+    from ..index.lastanswer import last_answer
+    from ..index.userbank import UserBank
 
     last = last_answer()
     hits = last["hits"]
@@ -152,10 +153,11 @@ def questions_import(source):
     Read line by line. The bank keeps at most 20,000 questions: imported ones fill the room, then take
     the place of questions imported before (oldest first), never of your own votes; what does not fit,
     and lines that are too long or not questions, are skipped and counted."""
+    from ..index.bankimport import import_file
     from ..index.userbank import UserBank
 
     bank = UserBank()
-    report = bank.import_file(source)
+    report = import_file(bank, source)
     for problem in report.first_problems:
         click.secho(f"note: {one_line(problem)}; skipped", fg="yellow", err=True)
     click.echo(report.summary())

@@ -207,7 +207,7 @@ def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
     """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile
     queries, fuzzing, load, web and CLI attacks) and print what was tried and what held; exit 1 if anything did not."""
     from ..measure.reliability import format_report, run_reliability
-    from ..web.trials import RELIABILITY_STEPS
+    from ..web.benchrows import RELIABILITY_STEPS
 
     rows = run_reliability(index, kills=kills, fuzz=fuzz, clients=clients, seconds=seconds, seed=seed, skip=skip,
                            say=lambda line: click.echo(line, err=True), web_steps=RELIABILITY_STEPS)

@@ -35,7 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import UserBankError
-from .userbank import LearnedQuestion, UserBank, normalize
+from .bankrecord import LearnedQuestion, normalize
+from .userbank import UserBank
 
 FILE_NAME = "visitors.sqlite3"
 MAX_VOTES_PER_VISITOR = 200

@@ -157,7 +157,7 @@ def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: i
     """Run the trials not in `skip` on a temporary copy of `index`; one Row each.
 
     The web app's trials come in as `web_steps` (name -> step(copy, work, clients, seconds)), from
-    `rlhelper.web.trials.reliability_steps`: the web app is a face above this layer."""
+    `rlhelper.web.benchrows.RELIABILITY_STEPS`: the web app is a face above this layer."""
 
     source = config.resolve_index(index)
     live = folders.live_folder(source)
