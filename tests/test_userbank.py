@@ -334,16 +334,18 @@ def test_a_web_vote_teaches_its_visitor_and_suggests_it_to_the_operator(seeds_he
     position = len(history) - 1
     lead = session["answers"][position]["entry_ids"][0]
     held = helper.user_bank.records()
-    said = votes.learn_from_vote(helper, session, position, "Like", visitors=visitors, address="198.51.100.7")
+    said = votes.learn_from_vote(helper, session, position, "Like", visitors=visitors, visitor="v-alice",
+                                 address="198.51.100.7")
     assert "will lead for this question for you" in said and "once the server's operator approves it" in said
     [record] = visitors.bank.votes_of("v-alice")
     assert (record.entry_id, record.vote) == (lead, 1)
     assert helper.user_bank.records() == held  # the operator's bank is not touched
     [suggestion] = visitors.bank.suggestions(helper.user_bank)
     assert (suggestion.visitors, suggestion.addresses, suggestion.vote) == (1, 1, 1)
-    assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike", visitors=visitors)
+    assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike", visitors=visitors,
+                                                 visitor="v-alice")
     assert [r.vote for r in visitors.bank.votes_of("v-alice")] == [-1]
-    votes.learn_from_vote(helper, session, position, "", visitors=visitors)  # the vote taken back
+    votes.learn_from_vote(helper, session, position, "", visitors=visitors, visitor="v-alice")  # taken back
     assert visitors.bank.votes_of("v-alice") == [] and visitors.bank.suggestions(helper.user_bank) == []
     assert helper.user_bank.records() == held
 
