@@ -8,6 +8,7 @@
       giant     a 1 MB single-heading document: `ask` prints a bounded quote and where the rest is
       symlinks  links out of the folder and a link loop: not indexed, named by ingest and by info
       sections  twin linking of pages of 2,000 and 6,000 sections: peak memory (tracemalloc)
+      gitlinks  an upstream's docs linking into the checkout's .git (issue 37): `ingest --git` indexes none
       exports, github, bank, ipv6
                 hostile GitHub exports and API answers, a hostile import into the learned bank and
                 `questions list` on a pty, `serve` on IPv6 (inputtrials.py)
@@ -19,6 +20,7 @@ Observations, not verdicts (as in trials.py); reliability.py lays them out. Ever
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -178,6 +180,47 @@ def _symlinks(index: Path, env: dict, ingested: subprocess.CompletedProcess) -> 
                     f"{status.split(';')[-1].strip()[:50]}", [] if all(checks) else [ingested.stderr[-300:]])
 
 
+GIT_LINKS = {"log.md": "../.git/logs/HEAD", "config.md": "../.git/config", "fetch.md": "../.git/FETCH_HEAD",
+             "head.md": "../.git/HEAD"}
+
+
+def _gitlinks(work: Path, env: dict) -> CliTrial:
+    """An upstream whose docs hold links into the checkout's own .git, through `rlhelper ingest --git`."""
+    from ..index.store import Index
+
+    git_env = {**env, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+               "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+               "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=git_env, check=True, capture_output=True, timeout=120)
+
+    bare, clone = work / "upstream.git", work / "upstream"
+    (clone / "docs").mkdir(parents=True)
+    git("init", "-q", "--bare", "-b", "main", str(bare), cwd=work)
+    git("init", "-q", "-b", "main", str(clone), cwd=work)
+    (clone / "docs" / "faq.md").write_text("# FAQ\n\n## Rollout hangs\n\nStart the zorble service first.\n")
+    for name, target in GIT_LINKS.items():
+        os.symlink(target, clone / "docs" / name)
+    git("add", "-A", cwd=clone)
+    git("commit", "-q", "-m", "docs with links into .git", cwd=clone)
+    git("push", "-q", str(bare), "main", cwd=clone)
+    index = work / "index"
+    proc = run_cli(["ingest", "--git", f"file://{bare}", "--path", "docs", "--collection", "gitlinks",
+                    "--index", str(index)], git_env, timeout=600)
+    if proc.returncode != 0:
+        return CliTrial("gitlinks", "links into .git in an upstream's docs", 0, 1, "",
+                        [f"ingest --git failed: {proc.stderr[-300:]}"])
+    entries = Index.load(index).entries
+    quoted = sorted({e.doc for e in entries} - {"docs/faq.md"})
+    leaked = [e.doc for e in entries if "[remote" in e.text or "ref: refs/" in e.text or "bench@example" in e.text]
+    held = not quoted and not leaked
+    return CliTrial("gitlinks", f"{len(GIT_LINKS)} links from an upstream's docs into its checkout's .git "
+                    "(logs/HEAD, config, FETCH_HEAD, HEAD), `rlhelper ingest --git`", int(held), 1,
+                    f"indexed {len({e.doc for e in entries})} document (the FAQ); {len(quoted)} links quoted",
+                    [] if held else [f"quoted: {quoted}, leaked: {leaked}"])
+
+
 def _sections() -> CliTrial:
     from ..ingest import twins
     from ..schema import Entry
@@ -211,7 +254,7 @@ def cli_trials(work: Path, env: dict, skip=()) -> list[CliTrial]:
     warned = "holds 1," in ingested.stderr and "giant.md" in ingested.stderr
     steps = {"escapes": lambda: _escapes(index, env), "llm": lambda: _llm(index, env),
              "giant": lambda: _giant(index, env, warned), "symlinks": lambda: _symlinks(index, env, ingested),
-             "sections": _sections, "exports": lambda: inputtrials.exports_trial(work / "exports", env),
+             "sections": _sections, "gitlinks": lambda: _gitlinks(work / "gitlinks", env), "exports": lambda: inputtrials.exports_trial(work / "exports", env),
              "github": lambda: inputtrials.github_trial(work / "github", env),
              "bank": lambda: inputtrials.bank_trial(work / "bank", env),
              "ipv6": lambda: inputtrials.ipv6_trial(index, env)}

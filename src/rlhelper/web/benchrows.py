@@ -5,6 +5,9 @@
     web       issue 17's attacks (trials.py)
     trust     issue 31's attacks (trusttrials.py)
     memory    20 clients sending 2 MB questions to a `rlhelper serve` process (trusttrials.py)
+    store, ipv6net, concurrent
+              issue 37's attacks (votetrials.py): a flood that fills the visitors' vote store, one
+              IPv6 /64 posing as many visitors, votes racing in one session
 
 The steps are handed down to measure.reliability.run_reliability as `web_steps` (the web app is a
 face above that layer).
@@ -15,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..measure.reliability import Row
-from . import loadtest, trials, trusttrials
+from . import loadtest, trials, trusttrials, votetrials
 
 
 def load_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None:
@@ -47,4 +50,4 @@ def attack_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Ro
 
 
 RELIABILITY_STEPS = {"load": load_row, "web": attack_rows, "trust": trusttrials.trust_rows,
-                     "memory": trusttrials.memory_row}
+                     "memory": trusttrials.memory_row, **votetrials.RELIABILITY_STEPS}
