@@ -11,6 +11,7 @@ import pytest
 
 from rlhelper.errors import UserBankError
 from rlhelper.index import userbank
+from rlhelper.index.bankimport import import_file
 from rlhelper.index.userbank import BankFollower, UserBank
 
 ENTRY = {"entry_id": "seeds/a.txt#x", "collection": "seeds", "doc": "a.txt", "heading": "Rewards are always 0"}
@@ -121,7 +122,7 @@ def test_an_import_never_evicts_the_users_own_records(tmp_path, monkeypatch):
         bank.add(f"my question {n}", entry(n), 1, "web")
     source = tmp_path / "team.jsonl"
     source.write_text("".join(line(f"team question {n}", 10 + n) for n in range(8)))
-    report = bank.import_file(source)
+    report = import_file(bank, source)
     assert (report.added, report.over_cap, report.evicted) == (2, 6, 0)
     assert "2 added" in report.summary() and "6 over the cap of 5 records" in report.summary()
     kept = [r.text for r in bank.records()]
@@ -134,10 +135,10 @@ def test_a_newer_import_takes_the_place_of_older_imported_records_and_says_so(tm
     bank.add("my question", entry(0), 1, "web")
     old = tmp_path / "old.jsonl"
     old.write_text("".join(line(f"old question {n}", 10 + n) for n in range(4)))
-    assert bank.import_file(old).added == 4
+    assert import_file(bank, old).added == 4
     new = tmp_path / "new.jsonl"
     new.write_text("".join(line(f"new question {n}", 20 + n) for n in range(6)))
-    report = bank.import_file(new)
+    report = import_file(bank, new)
     assert (report.added, report.evicted, report.over_cap) == (4, 4, 2)
     assert "4 older imported questions evicted" in report.summary()
     assert sorted(r.text for r in bank.records()) == ["my question", *[f"new question {n}" for n in range(4)]]
@@ -149,7 +150,7 @@ def test_a_vote_on_a_full_bank_takes_the_place_of_an_imported_record(tmp_path, m
     bank.add("mine", entry(0), 1, "web")
     source = tmp_path / "team.jsonl"
     source.write_text("".join(line(f"team question {n}", 10 + n) for n in range(2)))
-    bank.import_file(source)
+    import_file(bank, source)
     bank.add("my new question", entry(5), 1, "web")
     assert [r.text for r in bank.records()] == ["mine", "team question 1", "my new question"]
 
@@ -164,7 +165,7 @@ def test_long_fields_are_refused_and_counted_as_too_long(tmp_path, field, size):
     source = tmp_path / "long.jsonl"
     source.write_text(line("fine", 1) + json.dumps({"text": "long one", **entry(2), "vote": 1, field: "h" * size})
                       + "\n" + line("also fine", 3))
-    report = bank.import_file(source)
+    report = import_file(bank, source)
     assert (report.added, report.too_long, report.malformed) == (2, 1, 0)
     assert "1 too long" in report.summary()
     if field == "time":  # a vote's time is the clock's
@@ -185,7 +186,7 @@ def test_an_import_is_read_line_by_line(tmp_path, monkeypatch):
     bank = UserBank(tmp_path / "q.jsonl")
     tracemalloc.start()
     try:
-        report = bank.import_file(source)
+        report = import_file(bank, source)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

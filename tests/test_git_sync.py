@@ -327,6 +327,30 @@ def test_links_leaving_the_checkout_are_skipped_and_named(tmp_path, fake_embedde
     assert {e.doc for e in _entries(tmp_path / "index", "links")} == {"docs/faq.md"}
 
 
+def test_links_into_the_checkouts_git_folder_are_not_docs(tmp_path, fake_embedder):
+    """Issue 37: links that stay inside the checkout but lead into .git (the operator's git identity,
+    remotes, fetch log) are not indexed, on the first ingest and on a sync."""
+    up = Upstream(tmp_path / "gitlinks", "gitlinks")
+    (up.work / "docs").mkdir(parents=True)
+    links = {"log.md": "../.git/logs/HEAD", "config.md": "../.git/config", "fetch.md": "../.git/FETCH_HEAD",
+             "head.md": "../.git/HEAD"}
+    for name, target in links.items():
+        os.symlink(target, up.work / "docs" / name)
+    git("add", *(f"docs/{name}" for name in links), cwd=up.work)
+    up.commit("docs with links into .git", {"docs/faq.md": FAQ})
+    index = tmp_path / "index"
+    report, read = _ingest(up.url, index, collection="gitlinks")
+    assert (Path(read.record["checkout"]) / "repo" / ".git" / "config").is_file()  # the target is there
+    assert {e.doc for e in _entries(index, "gitlinks")} == {"docs/faq.md"}
+    assert not any("[remote" in e.text or "ref: refs/" in e.text for e in _entries(index, "gitlinks"))
+    skipped = dict(report.not_followed)
+    for name in ("config.md", "head.md"):
+        assert any(path.endswith(f"docs/{name}") and "hidden .git" in why for path, why in skipped.items())
+    up.commit("faq: more", {"docs/faq.md": FAQ + "\n## More\n\nText.\n"})
+    sync_index(index, embedder="test:fake")
+    assert {e.doc for e in _entries(index, "gitlinks")} == {"docs/faq.md"}
+
+
 def test_git_lock_files_left_by_a_killed_run_do_not_stop_the_next(tmp_path, upstream, fake_embedder):
     index = tmp_path / "index"
     _, read = _ingest(upstream.url, index)

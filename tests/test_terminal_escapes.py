@@ -14,7 +14,7 @@ from clirun import cli_env
 from openai_stub import OpenAIStub, Reply
 
 from rlhelper.ingest.pipeline import ingest
-from rlhelper.measure.clitrials import acted_on, run_in_pty
+from rlhelper.measure.clikit import acted_on, run_in_pty
 
 HOSTILE_NAME = "evil\x1b]0;pwned\x07\u202egnp\x9b2J.md"
 HOSTILE_DOC = (

@@ -13,7 +13,9 @@ from click.testing import CliRunner
 from rlhelper.cli import main
 from rlhelper.errors import UserBankError
 from rlhelper.index import learned, learned_store
-from rlhelper.index.userbank import UserBank, normalize, record_id
+from rlhelper.index.bankimport import import_file
+from rlhelper.index.bankrecord import normalize, record_id
+from rlhelper.index.userbank import UserBank
 from rlhelper.search.fusion import pin_and_demote
 
 ENTRY = {"entry_id": "seeds/a.txt#x", "collection": "seeds", "doc": "a.txt", "heading": "Rewards are always 0"}
@@ -103,9 +105,9 @@ def test_export_then_import_twice_changes_nothing(tmp_path):
     shared = tmp_path / "shared.jsonl"
     assert mine.export(shared) == 2
     theirs = UserBank(tmp_path / "theirs.jsonl")
-    assert theirs.import_file(shared).counts() == counts(added=2)
+    assert import_file(theirs, shared).counts() == counts(added=2)
     before = theirs.path.read_bytes()
-    assert theirs.import_file(shared).counts() == counts(unchanged=2)
+    assert import_file(theirs, shared).counts() == counts(unchanged=2)
     assert theirs.path.read_bytes() == before and mode(theirs.path) == 0o600
     assert [(r.text, r.vote, r.source) for r in theirs.records()] == [
         ("my rewards are stuck at zero", 1, "import"), ("the policy repeats itself", -1, "import")]
@@ -117,7 +119,7 @@ def test_import_takes_a_newer_different_vote(tmp_path):
     newer = tmp_path / "newer.jsonl"
     newer.write_text(json.dumps({"text": "My rewards are stuck at zero?", **ENTRY, "vote": -1,
                                  "time": "2999-01-01T00:00:00+00:00"}) + "\n")
-    assert bank.import_file(newer).counts() == counts(changed=1)
+    assert import_file(bank, newer).counts() == counts(changed=1)
     assert [(r.vote, r.source) for r in bank.records()] == [(-1, "import")]
 
 
@@ -140,7 +142,7 @@ def test_a_bad_import_line_is_skipped_named_and_counted(tmp_path, line, why):
     bank = UserBank(tmp_path / "q.jsonl")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"text": "fine", **ENTRY, "vote": 1}) + "\n" + line + "\n")
-    report = bank.import_file(bad)
+    report = import_file(bank, bad)
     assert report.added == 1 and report.skipped == 1
     assert "bad.jsonl:2" in report.first_problems[0] and why in report.first_problems[0]
     assert [r.text for r in bank.records()] == ["fine"]
@@ -332,16 +334,18 @@ def test_a_web_vote_teaches_its_visitor_and_suggests_it_to_the_operator(seeds_he
     position = len(history) - 1
     lead = session["answers"][position]["entry_ids"][0]
     held = helper.user_bank.records()
-    said = votes.learn_from_vote(helper, session, position, "Like", visitors=visitors, address="198.51.100.7")
+    said = votes.learn_from_vote(helper, session, position, "Like", visitors=visitors, visitor="v-alice",
+                                 address="198.51.100.7")
     assert "will lead for this question for you" in said and "once the server's operator approves it" in said
     [record] = visitors.bank.votes_of("v-alice")
     assert (record.entry_id, record.vote) == (lead, 1)
     assert helper.user_bank.records() == held  # the operator's bank is not touched
     [suggestion] = visitors.bank.suggestions(helper.user_bank)
     assert (suggestion.visitors, suggestion.addresses, suggestion.vote) == (1, 1, 1)
-    assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike", visitors=visitors)
+    assert "will not lead" in votes.learn_from_vote(helper, session, [position, 0], "Dislike", visitors=visitors,
+                                                 visitor="v-alice")
     assert [r.vote for r in visitors.bank.votes_of("v-alice")] == [-1]
-    votes.learn_from_vote(helper, session, position, "", visitors=visitors)  # the vote taken back
+    votes.learn_from_vote(helper, session, position, "", visitors=visitors, visitor="v-alice")  # taken back
     assert visitors.bank.votes_of("v-alice") == [] and visitors.bank.suggestions(helper.user_bank) == []
     assert helper.user_bank.records() == held
 

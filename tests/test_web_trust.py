@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from rlhelper.api import Helper
 from rlhelper.cli.main import main as cli
-from rlhelper.index.userbank import UserBank, entry_key
+from rlhelper.index.lastanswer import entry_key
+from rlhelper.index.userbank import UserBank
 from rlhelper.index.visitorbank import VisitorBank
 from rlhelper.web import loadtest
 from rlhelper.web.app import EXAMPLES

@@ -286,7 +286,7 @@ class Helper:
         question of its lead entry (`hit`: the n-th entry found instead), -1 demotes that entry
         for that question. Used from the next search. Returns the LearnedQuestion, or None when
         there is nothing to learn (no entry found, or no user bank)."""
-        from .index.userbank import entry_key
+        from .index.lastanswer import entry_key
 
         entries = _learnable_entries(answer)
         if self.user_bank is None or not 1 <= hit <= len(entries):

@@ -189,6 +189,13 @@ WORDS: dict[str, dict[str, str]] = {
                               "zh": "这个问题将不再为所有人优先显示“{heading}”。"},
     "vote.no_visitor": {"en": " (Not learned: this page has no visitor id yet; reload it to get one.)",
                         "zh": "（未学习：这个页面还没有访问者标识；请刷新页面以获取。）"},
+    "vote.no_visitor_limit": {"en": " (Not learned: your address has had the {limit} new visitor ids this server hands "
+                                    "one address an hour; everyone behind one proxy or NAT shares an address. Your vote "
+                                    "is recorded for the operator, who can raise the limit (`rlhelper serve "
+                                    "--new-visitors-per-hour`) or name the proxy (`--trusted-proxy`).)",
+                              "zh": "（未学习：这个服务器每小时给一个地址发放 {limit} 个新访问者标识，你的地址已经用完；同一代理或 NAT "
+                                    "后面的所有人共用一个地址。你的投票已记录给管理员，管理员可以提高上限（`rlhelper serve "
+                                    "--new-visitors-per-hour`）或指定代理（`--trusted-proxy`）。）"},
     "vote.not_learned": {"en": " (Not learned: {reason})", "zh": "（未学习：{reason}）"},
     "comment.vote_first": {"en": "Vote on an answer first (thumbs up or down), then add a comment.",
                            "zh": "请先对回答投票（赞或踩），再添加评论。"},

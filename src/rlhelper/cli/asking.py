@@ -40,7 +40,7 @@ def ask(query, k, framework, collection, lang, index, mode, as_json, llm, llm_ba
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     helper = load_helper(index)
     answer = helper.ask(read_query(query), k=k, mode=mode, **filters_of(framework, collection, lang))
-    from ..index.userbank import remember_answer
+    from ..index.lastanswer import remember_answer
 
     remember_answer(answer, helper.index.path)  # for `rlhelper feedback accept`
     _show(helper, answer, settings, as_json)
@@ -157,8 +157,11 @@ def _batch_line_text(line: dict) -> str:
 @click.option("--learn-from-votes", is_flag=True,
               help="Every visitor's vote teaches everyone at once (for visitors you trust, behind authentication). "
                    "Default: a vote teaches its visitor, and others once you approve it (`rlhelper questions review`).")
+@click.option("--new-visitors-per-hour", type=click.IntRange(min=1), default=None, metavar="N",
+              help="New visitor ids (browsers whose votes teach them) handed to one address an hour; IPv6 counts "
+                   "by /64. Default 600, for a team behind one address; raise it for a bigger one behind one NAT.")
 def serve(host, port, index, mode, llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout, time_budget,
-          auth_file, proxies, learn_from_votes):
+          auth_file, proxies, learn_from_votes, new_visitors_per_hour):
     """Start the web chat.
 
     With --llm, visitors may have that one model write the answer (the page shows it by name; they
@@ -174,7 +177,8 @@ def serve(host, port, index, mode, llm, llm_base_url, llm_model, llm_api_key_env
 
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
     run_server(host=host, port=port, index=index, llm=[settings] if settings else None, time_budget=time_budget,
-               mode=mode, auth_file=auth_file, proxies=proxies, learn_from_votes=learn_from_votes)
+               mode=mode, auth_file=auth_file, proxies=proxies, learn_from_votes=learn_from_votes,
+               new_visitors_per_hour=new_visitors_per_hour)
 
 
 @click.group()

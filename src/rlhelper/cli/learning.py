@@ -19,7 +19,8 @@ def feedback():
 
 
 def _vote_on_last(vote: int, hit: int) -> None:
-    from ..index.userbank import UserBank, last_answer
+    from ..index.lastanswer import last_answer
+    from ..index.userbank import UserBank
 
     last = last_answer()
     hits = last["hits"]
@@ -152,10 +153,11 @@ def questions_import(source):
     Read line by line. The bank keeps at most 20,000 questions: imported ones fill the room, then take
     the place of questions imported before (oldest first), never of your own votes; what does not fit,
     and lines that are too long or not questions, are skipped and counted."""
+    from ..index.bankimport import import_file
     from ..index.userbank import UserBank
 
     bank = UserBank()
-    report = bank.import_file(source)
+    report = import_file(bank, source)
     for problem in report.first_problems:
         click.secho(f"note: {one_line(problem)}; skipped", fg="yellow", err=True)
     click.echo(report.summary())
@@ -200,8 +202,10 @@ def questions_review(approve, reject, approve_all, every, as_json):
     """Web visitors' votes, waiting for you: approve them into your bank (they teach everyone) or reject them.
 
     A visitor's vote teaches that visitor at once; it reaches other visitors, and `rlhelper ask`, only
-    once approved here (unless the server runs with --learn-from-votes). Listed with how many
-    distinct visitors, from how many addresses, made each, and the filters they voted under.
+    once approved here (unless the server runs with --learn-from-votes). Each is listed whole (a control
+    character shown as its escape), with how its votes are spread: how many distinct visitors, from how
+    many addresses and networks (the biggest one's share), from when to when, and the filters they
+    voted under.
     """
     from ..index.userbank import UserBank
     from ..index.visitorbank import VisitorBank, default_path
@@ -212,7 +216,7 @@ def questions_review(approve, reject, approve_all, every, as_json):
         done = visitors.review(bank, approve, reject, approve_all=approve_all)
         for verdict, group in done.items():
             for s in group:
-                click.echo(f"{verdict} [{s.id}] {_shown(s.text, 60)} -> {_shown(s.entry['heading'], 60)}")
+                click.echo(f"{verdict} [{s.id}] {_whole(s.text)} -> {_shown(s.entry['heading'], 60)}")
         click.echo(f"{len(done['approved'])} approved (in your bank now, source review), "
                    f"{len(done['rejected'])} rejected", err=True)
         return
@@ -226,16 +230,39 @@ def questions_review(approve, reject, approve_all, every, as_json):
         return
     for s in found:
         vote = click.style("+1", fg="green") if s.vote > 0 else click.style("-1", fg="red")
-        people = f"{s.visitors} visitor{'s' if s.visitors != 1 else ''}, {s.addresses} address" \
-                 f"{'es' if s.addresses != 1 else ''}"
         filters = "; ".join(_shown(f, 40) for f in s.filters if f)
         verdict = "" if s.verdict == "pending" else f"; {s.verdict}"
-        click.echo(f"{click.style(s.id, bold=True)}  {vote}  {_shown(s.text, 70)}")
+        # The whole question: what an approval teaches everyone is what the operator reads (issue 37).
+        click.echo(f"{click.style(s.id, bold=True)}  {vote}  {_whole(s.text)}")
         click.echo(click.style(f"            -> {_shown(s.entry['heading'], 60)}  ({_shown(s.entry['collection'], 20)}/"
-                               f"{_shown(s.entry['doc'], 60)}; {people}, last {s.last}"
+                               f"{_shown(s.entry['doc'], 60)}; {_spread(s)}"
                                + (f"; voted with {filters}" if filters else "") + f"{verdict})", dim=True))
     click.echo(f"{len(found)} suggestion{'s' if len(found) != 1 else ''}: `rlhelper questions review --approve ID` "
                "or --reject ID (or --approve-all)", err=True)
+
+
+def _spread(s) -> str:
+    """How a suggestion's votes are spread by visitor, address, network and time: a flood from one
+    network in two minutes reads apart from a team's votes over weeks."""
+    def n(count: int, one: str, many: str) -> str:
+        return f"{count:,} {one if count == 1 else many}"
+
+    people = (f"{n(s.visitors, 'visitor', 'visitors')}, {n(s.addresses, 'address', 'addresses')} in "
+              f"{n(s.networks, 'network', 'networks')}")
+    if s.networks > 1:
+        people += f" ({s.top_votes:,} of {n(s.votes, 'vote', 'votes')} from {_shown(s.top_network, 45)})"
+    when = f"on {s.last}" if s.first == s.last else f"from {s.first} to {s.last}"
+    return f"{people}; {when}"
+
+
+def _whole(text: str) -> str:
+    """A visitor's text for the terminal, whole: a control or bidi character shown as its escape
+    (\\x1b, \\u202e), so the operator sees what is there and the terminal acts on nothing; its lines
+    indented under the first."""
+    from ..ingest.parse.inline import CONTROL_CHARS
+
+    escaped = CONTROL_CHARS.sub(lambda m: m.group().encode("unicode_escape").decode(), str(text))
+    return escaped.replace("\t", "    ").replace("\n", "\n" + " " * 16)
 
 
 def _shown(text: str, width: int) -> str:

@@ -200,14 +200,15 @@ def bench_web(clients, questions, duration, url):
               help="Length of the load and memory trials (0 skips them).")
 @click.option("--seed", default=0, show_default=True, help="Random seed of the kill points and fuzzed inputs (same seed, same trials).")
 @click.option("--skip", multiple=True, type=click.Choice(["kills", "lock", "corruption", "queries", "fuzz", "load", "web",
-                                                              "trust", "memory", "escapes", "llm", "giant", "symlinks",
-                                                              "sections", "exports", "github", "bank", "ipv6"]),
+                                                              "trust", "memory", "store", "ipv6net", "concurrent",
+                                                              "escapes", "llm", "giant", "symlinks", "sections",
+                                                              "gitlinks", "exports", "github", "bank", "ipv6"]),
               help="Leave a trial out. Repeatable.")
 def bench_reliability(index, kills, fuzz, clients, seconds, seed, skip):
     """Try to break rlhelper on a copy of the index (kills, two ingests, damaged files, hostile
     queries, fuzzing, load, web and CLI attacks) and print what was tried and what held; exit 1 if anything did not."""
     from ..measure.reliability import format_report, run_reliability
-    from ..web.trials import RELIABILITY_STEPS
+    from ..web.benchrows import RELIABILITY_STEPS
 
     rows = run_reliability(index, kills=kills, fuzz=fuzz, clients=clients, seconds=seconds, seed=seed, skip=skip,
                            say=lambda line: click.echo(line, err=True), web_steps=RELIABILITY_STEPS)

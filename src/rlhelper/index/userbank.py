@@ -13,11 +13,9 @@ feedback store, never the shipped bank:
     {"id": "3f9c0a1b2d", "text": "...", "collection": "seeds", "doc": "...", "heading": "...",
      "removed": true, "time": "..."}                                   a record taken away
 
-A record is keyed like the shipped bank (collection, doc, heading), so it survives re-ingest; the
-entry id is kept as a fallback and for display. There is one record per (normalized question,
-entry): a later line for the same pair replaces it, and importing a file twice changes nothing.
-`id` is a hash of that key, the same on every machine, so a team sharing exports names records
-alike.
+A record (bankrecord.py) is keyed like the shipped bank (collection, doc, heading), so it survives
+re-ingest; the entry id is kept as a fallback and for display. There is one record per (normalized
+question, entry): a later line for the same pair replaces it.
 
 The file is a journal: every change is appended (a vote writes one line, not the whole bank), so
 a search can follow it change by change (BankFollower, learned.py) instead of reading it again.
@@ -28,40 +26,31 @@ end of the compacted records without reading them.
 
 At most MAX_RECORDS records are kept. A vote on a full bank takes the place of the oldest imported
 record (else the oldest record); an import never takes the place of the user's own records: it
-may replace older imported ones, and what does not fit is skipped and counted (ImportReport).
+may replace older imported ones, and what does not fit is skipped and counted (bankimport.py).
 
 Standard library only: `rlhelper questions list` reads it without numpy.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import secrets
 import threading
-import unicodedata
-from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from functools import cached_property
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import config
 from ..errors import UserBankError
+from .bankrecord import LearnedQuestion, normalize, now
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "questions.jsonl"
 CACHE_SUFFIX = ".learned"  # a folder beside the file: the questions' vectors and tokens (learned_store.py)
-LAST_ANSWER_FILE = "last_answer.json"
-SOURCES = ("web", "cli", "chat", "import", "review")  # review: a visitor's suggestion the operator approved
-MAX_QUESTION_CHARS = 2_000  # as the shipped bank: a longer text is a log, not a question
-MAX_NAME_CHARS = 1_000  # a heading, document path, collection or entry id longer than this is not one
-MAX_TIME_CHARS = 64
 MAX_RECORDS = 20_000  # records kept; see the module docstring for who gives way when it is full
 MAX_LINE_BYTES = 65_536  # a record at its longest is far below (2,000 characters of text as \u escapes)
 COMPACT_MIN_DEAD = 1_000  # superseded lines tolerated before the file is compacted
@@ -73,110 +62,6 @@ def default_path() -> Path:
     return config.data_dir() / FILE_NAME
 
 
-TRAILING = " ?？!！.。,，;；:："  # dropped from the end of a question, with spaces
-
-
-def normalize(text: str) -> str:
-    """The form two questions are compared in: Unicode-folded, case-folded, spaces collapsed,
-    trailing punctuation dropped ("Rewards stuck at 0?" == "rewards stuck at 0")."""
-    text = text or ""
-    text = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()  # the same, faster
-    return " ".join(text.split()).rstrip(TRAILING)
-
-
-def record_id(text: str, collection: str, doc: str, heading: str) -> str:
-    return _id_of((normalize(text), collection, doc, heading))
-
-
-def _id_of(key: tuple[str, str, str, str]) -> str:
-    return hashlib.sha256(json.dumps(list(key), ensure_ascii=False).encode()).hexdigest()[:10]
-
-
-class TooLong(ValueError):
-    """A field over its length limit (counted apart from malformed lines by an import)."""
-
-
-@dataclass(frozen=True)
-class LearnedQuestion:
-    """One learned (question, entry) pair: +1 accepted, -1 demoted."""
-
-    text: str
-    entry_id: str
-    collection: str
-    doc: str
-    heading: str
-    vote: int
-    time: str
-    source: str
-
-    @cached_property
-    def key(self) -> tuple[str, str, str, str]:
-        return normalize(self.text), self.collection, self.doc, self.heading
-
-    @cached_property
-    def id(self) -> str:
-        return _id_of(self.key)
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, **asdict(self)}
-
-    def removal(self) -> dict:
-        """The journal line that takes this record away."""
-        return {"id": self.id, "text": self.text, "collection": self.collection, "doc": self.doc,
-                "heading": self.heading, "removed": True, "time": _now()}
-
-    @classmethod
-    def from_dict(cls, row: dict, *, source: str | None = None, removal: bool = False) -> LearnedQuestion:
-        """A record from a JSON object; ValueError (TooLong for a field over its limit) says what
-        is wrong with it. `removal`: a removal line, which has no vote."""
-        if not isinstance(row, dict):
-            raise ValueError("not a JSON object")
-        needed = ("text", "collection", "doc", "heading") + (() if removal else ("vote",))
-        missing = [name for name in needed if name not in row]
-        if missing:
-            raise ValueError(f"missing {', '.join(missing)}")
-        text = _clean_text(row["text"])
-        vote = 1 if removal else row["vote"]
-        if vote not in (1, -1) or isinstance(vote, bool):
-            raise ValueError(f"vote must be 1 or -1, not {_shown(vote)}")
-        where = [row["collection"], row["doc"], row["heading"]]
-        if not all(isinstance(v, str) and v for v in where[:2]) or not isinstance(where[2], str):
-            raise ValueError("collection, doc and heading must be text")
-        entry_id, stamp = row.get("entry_id") or "", row.get("time") or ""
-        if not isinstance(entry_id, str) or not isinstance(stamp, str):
-            raise ValueError("entry_id and time must be text")
-        for name, value in (("collection", where[0]), ("doc", where[1]), ("heading", where[2]),
-                            ("entry_id", entry_id)):
-            if len(value) > MAX_NAME_CHARS:
-                raise TooLong(f"the {name} is {len(value):,} characters long (at most {MAX_NAME_CHARS:,})")
-        if len(stamp) > MAX_TIME_CHARS:
-            raise TooLong(f"the time is {len(stamp):,} characters long (at most {MAX_TIME_CHARS})")
-        origin = source or row.get("source") or "import"
-        if origin not in SOURCES:
-            raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {_shown(origin)}")
-        return cls(text, entry_id, *where, vote, stamp or _now(), origin)
-
-
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-def _clean_text(text) -> str:
-    if not isinstance(text, str):
-        raise ValueError("text must be a string")
-    if len(text) > 4 * MAX_QUESTION_CHARS:  # not worth cleaning: surely too long
-        raise TooLong(f"the question is {len(text):,} characters long (at most {MAX_QUESTION_CHARS:,})")
-    text = " ".join(text.split()) if "\n" not in text else text.strip()
-    if not text:
-        raise ValueError("the question is empty")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise TooLong(f"the question is {len(text):,} characters long (at most {MAX_QUESTION_CHARS:,})")
-    return text
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # -- reading the journal --------------------------------------------------------------------
@@ -368,38 +253,6 @@ def replay(changes: Iterable[Change], held: dict | None = None) -> dict:
 # -- the bank -------------------------------------------------------------------------------
 
 
-@dataclass
-class ImportReport:
-    """What `questions import` did: added, changed (a newer vote), unchanged (already held), evicted
-    (older imported records given way), and skipped lines by why."""
-
-    added: int = 0
-    changed: int = 0
-    unchanged: int = 0
-    evicted: int = 0
-    over_cap: int = 0
-    too_long: int = 0
-    malformed: int = 0
-    first_problems: list[str] = field(default_factory=list)  # a few of the skipped lines, named
-
-    @property
-    def skipped(self) -> int:
-        return self.over_cap + self.too_long + self.malformed
-
-    def counts(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in ("added", "changed", "unchanged", "evicted", "over_cap",
-                                                       "too_long", "malformed")}
-
-    def summary(self) -> str:
-        line = (f"{self.added:,} added, {self.changed:,} changed (a newer vote), {self.unchanged:,} already held; "
-                f"{self.skipped:,} skipped")
-        why = [f"{n:,} {what}" for n, what in ((self.over_cap, f"over the cap of {MAX_RECORDS:,} records"),
-                                               (self.too_long, "too long"), (self.malformed, "malformed")) if n]
-        line += f" ({', '.join(why)})" if why else ""
-        line += f"; {self.evicted:,} older imported question{'s' if self.evicted != 1 else ''} evicted to make room"
-        return line
-
-
 class UserBank:
     """The learned questions in one journal file (created 0600 on first write).
 
@@ -460,7 +313,7 @@ class UserBank:
         `keep` (a visitor's vote never replaces the operator's record): then returns the held one. On
         a full bank the oldest imported record (else the oldest) gives way."""
         try:
-            record = LearnedQuestion.from_dict({**entry, "text": text, "vote": vote, "time": _now()}, source=source)
+            record = LearnedQuestion.from_dict({**entry, "text": text, "vote": vote, "time": now()}, source=source)
         except ValueError as exc:
             raise UserBankError(f"cannot learn this question: {exc}.") from exc
         with self._locked():
@@ -528,100 +381,12 @@ class UserBank:
                 raise UserBankError(f"cannot write {target} ({exc.strerror or exc}).") from exc
         return len(records)
 
-    def import_file(self, source: str | Path) -> ImportReport:
-        """Merge a file written by `export` (or by hand: one JSON object a line with text, collection,
-        doc, heading and vote), read line by line. A pair already held with the same vote is left as
-        it is, so importing a file twice changes nothing; a different vote is taken when it is newer.
-        New records fill the room under MAX_RECORDS, then take the place of records imported before
-        (oldest first), never of the user's own; the rest is skipped. A line that is not a record,
-        or too long, is skipped and counted."""
-        try:
-            f = open(source, "rb")  # noqa: SIM115 - closed below
-        except FileNotFoundError as exc:
-            raise UserBankError(f"{source}: no such file to import.") from exc
-        except OSError as exc:
-            raise UserBankError(f"cannot read {source} ({exc.strerror or exc}).") from exc
-        report = ImportReport()
-        with f, self._locked():
-            held = self._refresh()
-            evictable = deque(key for key, r in held.items() if r.source == "import")
-            mine: set = set()  # keys this import added or changed: never evicted by it
-            pending: list[dict] = []
-            number = 0
-            for number, (line, _) in enumerate(complete_lines(f), start=1):
-                record = self._import_line(line, f"{source}:{number}", report)
-                if record is not None:
-                    pending += self._merge(record, held, evictable, mine, report)
-                if len(pending) >= 1_000:
-                    self._append(pending, compact=False)
-                    pending = []
-            tail = f.read(MAX_LINE_BYTES + 1)
-            if tail.strip():  # a last line without its newline
-                record = self._import_line(tail if len(tail) <= MAX_LINE_BYTES else None, f"{source}:{number + 1}",
-                                           report)
-                if record is not None:
-                    pending += self._merge(record, held, evictable, mine, report)
-            self._append(pending)
-        return report
-
-    def _import_line(self, line: bytes | None, where: str, report: ImportReport) -> LearnedQuestion | None:
-        """The record of one line of an import (its own `source` is not kept: it is "import"), or
-        None: a blank line, a bank file's header, or a line skipped and counted in `report`."""
-        if line is None:
-            self._skipped(report, "too_long", f"{where}: longer than {MAX_LINE_BYTES:,} bytes")
-            return None
-        if not line.strip():
-            return None
-        try:
-            row = json_of(line)
-            if isinstance(row, dict) and HEADER_KEY in row:
-                return None
-            if isinstance(row, dict) and "removed" in row:
-                raise ValueError("a removal, not a learned question")
-            return LearnedQuestion.from_dict(row, source="import")
-        except TooLong as exc:
-            self._skipped(report, "too_long", f"{where}: {exc}")
-        except ValueError as exc:
-            self._skipped(report, "malformed", f"{where}: {exc}")
-        return None
-
-    def _merge(self, record: LearnedQuestion, held: dict, evictable: deque, mine: set,
-               report: ImportReport) -> list[dict]:
-        """The journal lines that take `record` in (an import), counting what happened in `report`.
-        `held` is brought up to date here, so the next record of the same import sees this one."""
-        old = held.get(record.key)
-        if old is not None:
-            if old.vote == record.vote or old.time >= record.time:
-                report.unchanged += 1
-                return []
-            report.changed += 1
-            del held[record.key]
-            held[record.key] = record
-            mine.add(record.key)
-            return [record.to_dict()]
-        lines = []
-        if len(held) >= MAX_RECORDS:
-            while evictable:
-                key = evictable.popleft()
-                victim = held.get(key)
-                if victim is not None and victim.source == "import" and key not in mine:
-                    break
-            else:
-                self._skipped(report, "over_cap", None)
-                return []
-            del held[key]
-            lines.append(victim.removal())
-            report.evicted += 1
-        held[record.key] = record
-        mine.add(record.key)
-        report.added += 1
-        return [*lines, record.to_dict()]
-
-    @staticmethod
-    def _skipped(report: ImportReport, why: str, where: str | None) -> None:
-        setattr(report, why, getattr(report, why) + 1)
-        if where and len(report.first_problems) < 5:
-            report.first_problems.append(where)
+    @contextmanager
+    def changing(self):
+        """For a change made beside this class (bankimport.py): under the lock, the records held now
+        ({key: record}, oldest first) and the function that appends journal lines (`_append`)."""
+        with self._locked():
+            yield self._refresh(), self._append
 
     # -- the file -------------------------------------------------------------------------
 
@@ -701,50 +466,3 @@ class UserBank:
             finally:
                 os.close(fd)  # closing releases the lock
 
-
-# -- the last answer, for `rlhelper feedback accept` -----------------------------------------
-
-
-def last_answer_path() -> Path:
-    return config.data_dir() / LAST_ANSWER_FILE
-
-
-def entry_key(entry) -> dict:
-    """The fields a record keys an entry by (an Entry or a hit's dict)."""
-    get = entry.get if isinstance(entry, dict) else lambda name: getattr(entry, name)
-    return {"entry_id": get("id") if not isinstance(entry, dict) else entry.get("entry_id") or entry.get("id"),
-            "collection": get("collection"), "doc": get("doc"), "heading": get("heading")}
-
-
-def remember_answer(answer, index: str | Path, path: Path | None = None) -> None:
-    """Keep what `answer` searched and the entries it found (0600), for `rlhelper feedback accept`.
-    Best effort: a read-only home must not break `rlhelper ask`."""
-    path = path or last_answer_path()
-    record = {"question": answer.normalized_query, "abstained": answer.abstained, "index": str(index),
-              "time": _now(), "hits": [entry_key(hit.entry) for hit in answer.hits]}
-    if answer.citations and not answer.abstained:
-        lead = answer.citations[0].entry_id
-        record["hits"].sort(key=lambda hit: hit["entry_id"] != lead)  # the cited lead first
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with open(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, ensure_ascii=False)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
-def last_answer(path: Path | None = None) -> dict:
-    """What the last `rlhelper ask` remembered; UserBankError when there is nothing to vote on."""
-    path = path or last_answer_path()
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        record["question"], record["hits"]  # noqa: B018 - both must be there
-    except FileNotFoundError as exc:
-        raise UserBankError("there is no answer to accept yet: run `rlhelper ask \"...\"` first.") from exc
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserBankError(f"the last answer kept in {path} cannot be read ({exc}); run `rlhelper ask` "
-                            "again.") from exc
-    return record

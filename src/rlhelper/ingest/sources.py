@@ -112,9 +112,10 @@ def files_below(folder: Path, found: Sources, root: Path | None = None) -> Itera
     the folder itself; a git checkout's paths are read inside the whole checkout).
 
     A docs folder is someone else's: a link `passwd.md -> /etc/passwd` in it must not put the
-    system's files in the index (and in answers). A link to a file inside the folder is read;
-    a link leaving it, a link loop and a folder that cannot be read are named in
-    `found.not_followed`. Links to folders are never followed (that is also what ends loops).
+    system's files in the index (and in answers). A link to a file inside the folder is read,
+    unless it leads into a hidden file or folder (a git checkout's `.git`: the operator's git
+    identity, remotes and log); a link leaving the folder, a link loop and a folder that cannot be
+    read are named in `found.not_followed`. Links to folders are never followed (that is also what ends loops).
     """
     root = (root or folder).resolve()
 
@@ -140,13 +141,17 @@ def files_below(folder: Path, found: Sources, root: Path | None = None) -> Itera
 
 
 def link_problem(link: Path, root: Path) -> str | None:
-    """Why a file link below `root` is not read, or None when it leads to a file inside `root`."""
+    """Why a file link below `root` is not read, or None when it leads to a file inside `root` that
+    the walk itself would read (none hidden)."""
     try:
         target = link.resolve(strict=True)
     except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
         return f"a link that loops or leads nowhere ({os.readlink(link)}): skipped"
     if not target.is_relative_to(root):
         return f"a link to {target}, outside the folder {root}: not followed"
+    hidden = next((part for part in target.relative_to(root).parts if part.startswith(".")), None)
+    if hidden is not None:  # as the walk skips them: a checkout's .git (identity, remotes) is no doc
+        return f"a link into the hidden {hidden} ({os.readlink(link)}): not followed"
     return None
 
 

@@ -34,8 +34,9 @@ def write_bank(index: str | Path, folder: Path, size: int = BANK_SIZE, chars: in
                seed: int = 0) -> Path:
     """A bank file of `size` learned questions for the index's entries, and their built vectors."""
     from ..api import Helper
+    from ..index.lastanswer import entry_key
     from ..index.learned_store import VectorLog
-    from ..index.userbank import UserBank, entry_key
+    from ..index.userbank import UserBank
 
     helper = Helper.load(index, user_bank=False)
     rows = [r for r, e in enumerate(helper.entries) if e.answerable]
@@ -71,7 +72,7 @@ def write_bank(index: str | Path, folder: Path, size: int = BANK_SIZE, chars: in
 def worker_learned_bank(index: str, queries: list[str], workdir: str, size: int = BANK_SIZE,
                         chars: int = QUESTION_CHARS, k: int = 5) -> dict:
     from ..api import Helper
-    from ..index.userbank import entry_key
+    from ..index.lastanswer import entry_key
 
     started = time.perf_counter()
     path = write_bank(index, Path(workdir), size, chars)

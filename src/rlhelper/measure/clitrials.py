@@ -8,6 +8,7 @@
       giant     a 1 MB single-heading document: `ask` prints a bounded quote and where the rest is
       symlinks  links out of the folder and a link loop: not indexed, named by ingest and by info
       sections  twin linking of pages of 2,000 and 6,000 sections: peak memory (tracemalloc)
+      gitlinks  an upstream's docs linking into the checkout's .git (issue 37): `ingest --git` indexes none
       exports, github, bank, ipv6
                 hostile GitHub exports and API answers, a hostile import into the learned bank and
                 `questions list` on a pty, `serve` on IPv6 (inputtrials.py)
@@ -20,71 +21,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import select
 import subprocess
 import threading
 import time
 import tracemalloc
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 
 from . import inputtrials
-from .faults import rlhelper_command
+from .clikit import CliTrial, acted_on, run_in_pty
 from .trials import run_cli
 
-# What a terminal acts on, once click's own colours (SGR: ESC [ ... m) are taken out.
-TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-CLICK_STYLE = re.compile(r"\x1b\[[0-9;]*m")
 ESCAPING_REPLY = "\x1b[2J\x1b]0;owned title\x07Run `cool --down` to cool the zorblax flux capacitor \u202e[1]\u202c."
 QUESTION = "zorblax flux capacitor overheats"
-
-
-@dataclass
-class CliTrial:
-    name: str
-    tried: str
-    held: int
-    total: int
-    figures: str
-    problems: list[str]
-
-
-def run_in_pty(args: list[str], env: dict, stdin: bytes = b"", timeout: float = 120) -> tuple[int, str]:
-    """`rlhelper ARGS` with stdout and stderr on a pty (click keeps its colours, as on a user's
-    terminal) and stdin from a pipe; everything the terminal received, as text."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen(rlhelper_command(*args), stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    proc.stdin.write(stdin)
-    proc.stdin.close()
-    received = bytearray()
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                proc.kill()
-                raise TimeoutError(f"rlhelper {args[0]} did not end within {timeout} s")
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the pty
-                break
-            if not data:
-                break
-            received += data
-        returncode = proc.wait(timeout=10)
-    finally:
-        os.close(master)
-    return returncode, received.decode("utf-8", errors="replace").replace("\r\n", "\n")
-
-
-def acted_on(screen: str) -> list[str]:
-    """The characters of `screen` a terminal would act on, click's colours aside."""
-    return TERMINAL_CONTROLS.findall(CLICK_STYLE.sub("", screen))
 
 
 class ModelServer:
@@ -229,6 +180,47 @@ def _symlinks(index: Path, env: dict, ingested: subprocess.CompletedProcess) -> 
                     f"{status.split(';')[-1].strip()[:50]}", [] if all(checks) else [ingested.stderr[-300:]])
 
 
+GIT_LINKS = {"log.md": "../.git/logs/HEAD", "config.md": "../.git/config", "fetch.md": "../.git/FETCH_HEAD",
+             "head.md": "../.git/HEAD"}
+
+
+def _gitlinks(work: Path, env: dict) -> CliTrial:
+    """An upstream whose docs hold links into the checkout's own .git, through `rlhelper ingest --git`."""
+    from ..index.store import Index
+
+    git_env = {**env, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+               "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+               "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=git_env, check=True, capture_output=True, timeout=120)
+
+    bare, clone = work / "upstream.git", work / "upstream"
+    (clone / "docs").mkdir(parents=True)
+    git("init", "-q", "--bare", "-b", "main", str(bare), cwd=work)
+    git("init", "-q", "-b", "main", str(clone), cwd=work)
+    (clone / "docs" / "faq.md").write_text("# FAQ\n\n## Rollout hangs\n\nStart the zorble service first.\n")
+    for name, target in GIT_LINKS.items():
+        os.symlink(target, clone / "docs" / name)
+    git("add", "-A", cwd=clone)
+    git("commit", "-q", "-m", "docs with links into .git", cwd=clone)
+    git("push", "-q", str(bare), "main", cwd=clone)
+    index = work / "index"
+    proc = run_cli(["ingest", "--git", f"file://{bare}", "--path", "docs", "--collection", "gitlinks",
+                    "--index", str(index)], git_env, timeout=600)
+    if proc.returncode != 0:
+        return CliTrial("gitlinks", "links into .git in an upstream's docs", 0, 1, "",
+                        [f"ingest --git failed: {proc.stderr[-300:]}"])
+    entries = Index.load(index).entries
+    quoted = sorted({e.doc for e in entries} - {"docs/faq.md"})
+    leaked = [e.doc for e in entries if "[remote" in e.text or "ref: refs/" in e.text or "bench@example" in e.text]
+    held = not quoted and not leaked
+    return CliTrial("gitlinks", f"{len(GIT_LINKS)} links from an upstream's docs into its checkout's .git "
+                    "(logs/HEAD, config, FETCH_HEAD, HEAD), `rlhelper ingest --git`", int(held), 1,
+                    f"indexed {len({e.doc for e in entries})} document (the FAQ); {len(quoted)} links quoted",
+                    [] if held else [f"quoted: {quoted}, leaked: {leaked}"])
+
+
 def _sections() -> CliTrial:
     from ..ingest import twins
     from ..schema import Entry
@@ -262,7 +254,7 @@ def cli_trials(work: Path, env: dict, skip=()) -> list[CliTrial]:
     warned = "holds 1," in ingested.stderr and "giant.md" in ingested.stderr
     steps = {"escapes": lambda: _escapes(index, env), "llm": lambda: _llm(index, env),
              "giant": lambda: _giant(index, env, warned), "symlinks": lambda: _symlinks(index, env, ingested),
-             "sections": _sections, "exports": lambda: inputtrials.exports_trial(work / "exports", env),
+             "sections": _sections, "gitlinks": lambda: _gitlinks(work / "gitlinks", env), "exports": lambda: inputtrials.exports_trial(work / "exports", env),
              "github": lambda: inputtrials.github_trial(work / "github", env),
              "bank": lambda: inputtrials.bank_trial(work / "bank", env),
              "ipv6": lambda: inputtrials.ipv6_trial(index, env)}

@@ -197,6 +197,12 @@ class WriteLimiter:
         self._times: dict[str, deque] = {}
         self._lock = threading.Lock()
 
+    def at_limit(self, key: str) -> bool:
+        """Whether `key` has had all its writes of the last window (counts nothing)."""
+        now = self.clock()
+        with self._lock:
+            return sum(t > now - self.window for t in self._times.get(key, ())) >= self.per_minute
+
     def allow(self, *keys: str) -> bool:
         """Count one write for every key, or none when any key is at its limit."""
         now = self.clock()

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from .clikit import CliTrial, acted_on, run_in_pty
 from .faults import rlhelper_command
 from .trials import one_line_error, run_cli, stop_process
 
@@ -131,9 +132,7 @@ def _no_traceback(proc: subprocess.CompletedProcess) -> bool:
     return "Traceback" not in proc.stderr and proc.returncode in (0, 1)
 
 
-def exports_trial(work: Path, env: dict):
-    from .clitrials import CliTrial
-
+def exports_trial(work: Path, env: dict) -> CliTrial:
     work.mkdir(parents=True, exist_ok=True)
     held, problems = 0, []
     for name, text in HOSTILE_EXPORTS.items():
@@ -150,9 +149,7 @@ def exports_trial(work: Path, env: dict):
                     "each one line or a note, no traceback", problems)
 
 
-def github_trial(work: Path, env: dict):
-    from .clitrials import CliTrial
-
+def github_trial(work: Path, env: dict) -> CliTrial:
     bounds = {"RLHELPER_GITHUB_TIMEOUT": "2", "RLHELPER_GITHUB_MAX_PAGES": "50", "GITHUB_TOKEN": ""}
     cases = {"drip-body": (drip_body, "no whole answer within 2 s"),
              "drip-headers": (drip_headers, "no whole answer within 2 s"),
@@ -183,9 +180,7 @@ def _record(text: str, n: int, **more) -> str:
 ESCAPES = "\x1b]0;owned title\x07\x1b[2J\x1b]8;;https://evil.example\x07link\x1b]8;;\x07\x1b]52;c;ZXZpbA==\x07\u202e"
 
 
-def bank_trial(work: Path, env: dict):
-    from .clitrials import CliTrial, acted_on, run_in_pty
-
+def bank_trial(work: Path, env: dict) -> CliTrial:
     data = work / "data"
     data.mkdir(parents=True, exist_ok=True)
     env = {**env, "RLHELPER_DATA_DIR": str(data), "RLHELPER_INDEX_DIR": str(work / "no-index")}  # no embedding
@@ -259,9 +254,7 @@ def ipv6_port() -> int | None:
         return None
 
 
-def ipv6_trial(index: Path, env: dict):
-    from .clitrials import CliTrial
-
+def ipv6_trial(index: Path, env: dict) -> CliTrial | None:
     port = ipv6_port()
     if port is None:
         return None

@@ -29,10 +29,14 @@ Everything happens in a temporary folder: the index named is only copied.
                 within one address's vote limit; Gradio's upload routes take no file
     memory      20 clients sending 2 MB questions for `seconds` to a `rlhelper serve` process:
                 its resident memory at start, peak and end (target: under 1 GB)
-    escapes, llm, giant, symlinks, sections
+    store, ipv6net, concurrent
+                issue 37's attacks (web/votetrials.py): a flood from one network past the visitors'
+                vote store's size, then a newcomer's vote; fresh browsers from one IPv6 /64; 100
+                visitors' votes racing in one session
+    escapes, llm, giant, symlinks, sections, gitlinks
                 attacks on the CLI and ingest (clitrials.py): terminal escapes on a pty, a
                 misbehaving model server, a giant section, links out of a docs folder, twin
-                linking of huge pages
+                linking of huge pages, an upstream's docs linking into its checkout's .git
     exports, github, bank, ipv6
                 hostile GitHub exports, a GitHub API that drips, pages forever or nests JSON
                 deep, a hostile `questions import` and `questions list` on a pty, `serve --host
@@ -140,7 +144,7 @@ def _fuzz(examples: int, seed: int) -> Row:
 
 WebStep = Callable[[Path, Path, int, float], "Row | list[Row] | None"]
 
-CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections", "exports", "github", "bank", "ipv6")
+CLI_TRIALS = ("escapes", "llm", "giant", "symlinks", "sections", "gitlinks", "exports", "github", "bank", "ipv6")
 
 
 def _cli(work: Path, env: dict, skip: Sequence[str]) -> list[Row]:
@@ -157,7 +161,7 @@ def run_reliability(index: str | Path | None = None, *, kills: int = 20, fuzz: i
     """Run the trials not in `skip` on a temporary copy of `index`; one Row each.
 
     The web app's trials come in as `web_steps` (name -> step(copy, work, clients, seconds)), from
-    `rlhelper.web.trials.reliability_steps`: the web app is a face above this layer."""
+    `rlhelper.web.benchrows.RELIABILITY_STEPS`: the web app is a face above this layer."""
 
     source = config.resolve_index(index)
     live = folders.live_folder(source)

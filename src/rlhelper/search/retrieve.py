@@ -344,7 +344,7 @@ class Retriever:
         """An entry accepted for this question (or a near-identical one) leads; one demoted for it
         drops below the next and never leads. Returns the ranking, {section group: question} of the
         pinned entries, and the rows of the ranking that were demoted."""
-        from ..index.userbank import normalize
+        from ..index.bankrecord import normalize
 
         qvec = None if mode == "lexical" else self.query_vector(text)
         norm = normalize(text)

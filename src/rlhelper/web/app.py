@@ -26,6 +26,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from ..addresses import address_key
 from ..answer import html as render
 from ..answer.extractive import FRAMEWORK_NAMES
 from ..answer.language import language_of
@@ -37,7 +38,7 @@ from .answering import TIME_BUDGET, respond
 from .arguments import MAX_MESSAGE_CHARS, RequestError, checked_ask, linked_question, llm_endpoints, text_arg
 from .llm_view import llm_available
 from .session import new_session
-from .visitors import Visitors, load_key
+from .visitors import MINTS_PER_HOUR, Visitors, load_key
 from .votes import add_comment, learn_from_vote, position_of, record_vote, vote_of
 
 CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
@@ -132,8 +133,9 @@ def _choices(label: str, values: list[str]) -> list[tuple[str, str]]:
 
 
 def address_of(request: gr.Request | None) -> str:
-    """The visitor's address: the connection's, or what a proxy the operator trusts said (server.py)."""
-    return str(getattr(getattr(request, "client", None), "host", None) or "?")
+    """The visitor's address: the connection's, or what a proxy the operator trusts said (server.py);
+    an IPv6 one as its /64, the unit every per-address limit counts (addresses.py)."""
+    return address_key(str(getattr(getattr(request, "client", None), "host", None) or "?"))
 
 
 def client_keys(request: gr.Request | None, visitor: str | None) -> tuple[str, ...]:
@@ -148,12 +150,14 @@ def client_keys(request: gr.Request | None, visitor: str | None) -> tuple[str, .
 
 def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | None = None,
               time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None,
-              visitor_bank: VisitorBank | None = None, learn_from_votes: bool = False) -> gr.Blocks:
+              visitor_bank: VisitorBank | None = None, learn_from_votes: bool = False,
+              new_visitors_per_hour: int = MINTS_PER_HOUR) -> gr.Blocks:
     """The chat page for `helper`; votes go to `feedback_db` (default: config.data_dir()/feedback.sqlite3).
     `llm`: the LLMSettings of the endpoints a visitor may have write the answer (none: no LLM option).
     `visitor_bank`: where visitors' votes and suggestions are kept (default: beside the helper's
     user bank; none when it has no bank). `learn_from_votes`: every vote also teaches everyone (the
-    page says what a vote does before anyone votes).
+    page says what a vote does before anyone votes). `new_visitors_per_hour`: visitor ids handed to
+    one address (IPv6: one /64) an hour.
     Each request answers from the index's version live when it starts (api.LiveHelper): an ingest or
     `rlhelper sync` is picked up without a restart."""
     from ..api import LiveHelper
@@ -166,7 +170,8 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
     visitors = None
     if helper.user_bank is not None or visitor_bank is not None:
         visitor_bank = visitor_bank or VisitorBank(visitor_default_path(helper.user_bank))
-        visitors = Visitors(live, visitor_bank, load_key(visitor_bank.path.parent))
+        visitors = Visitors(live, visitor_bank, load_key(visitor_bank.path.parent),
+                            mints_per_hour=new_visitors_per_hour)
 
     def refused(err: RequestError) -> gr.Error:
         return gr.Error(f"Refused: {err}.", print_exception=False)
@@ -227,7 +232,8 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         said = said_about(session, position, status)
         if status.startswith(("Thanks", "Vote removed")):  # recorded: refused or full votes teach nothing
             learned = learn_from_vote(live.current(), session, payload.get("index"), payload.get("liked"),
-                                      visitors=visitors, address=address_of(request), learn_for_all=learn_from_votes)
+                                      visitors=visitors, visitor=visitor, address=address_of(request),
+                                      learn_for_all=learn_from_votes)
             said += said_about(session, position, learned)
             session.setdefault("thumbs", {})[position] = THUMBS.get(vote_of(payload.get("liked")))
         return session, said, gr.update(visible=True), gr.update(feedback_value=shown_votes(session))

@@ -16,7 +16,7 @@ VisitorGate is ASGI middleware in front of Gradio's routes:
 
 The address is the connection's, or the one a proxy named in X-Forwarded-For when that proxy's
 address was named by the operator (`serve --trusted-proxy`): uvicorn applies that before this runs,
-trusting nobody by default (server.py).
+trusting nobody by default (server.py). An IPv6 client is counted by its /64 (addresses.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import time
 import uuid
 from collections import OrderedDict
 
+from ..addresses import address_key
 from ..measure.feedback import WriteLimiter
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -92,8 +93,9 @@ class Sessions:
 
 
 def client_address(scope) -> str:
+    """The client as the limits count it: IPv6 by its /64 (addresses.py)."""
     client = scope.get("client")
-    return str(client[0]) if client else "?"
+    return address_key(str(client[0])) if client else "?"
 
 
 async def _answer(send, status: int, message: str) -> None:

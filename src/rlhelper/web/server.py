@@ -248,17 +248,20 @@ def learning_note(learn_from_votes: bool, bank) -> str:
 
 def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_db=None, llm: Sequence | None = None,
           time_budget: float = TIME_BUDGET, writes_per_minute: int | None = None, auth_file=None,
-          proxies: Sequence[str] = (), learn_from_votes: bool = False, visitor_bank=None) -> tuple[gr.Blocks, str]:
+          proxies: Sequence[str] = (), learn_from_votes: bool = False, visitor_bank=None,
+          new_visitors_per_hour: int | None = None) -> tuple[gr.Blocks, str]:
     """Launch in a background thread; returns (app, local URL). `app.close()` stops it.
     `auth_file`: who may sign in (auth.py); `proxies`: the addresses whose X-Forwarded-For is believed;
-    `learn_from_votes`: every vote teaches everyone; `visitor_bank`: where visitors' votes go."""
+    `learn_from_votes`: every vote teaches everyone; `visitor_bank`: where visitors' votes go;
+    `new_visitors_per_hour`: visitor ids handed to one address an hour (visitors.py's default)."""
     from .auth import checker, read_users
 
     is_loopback(host, port)  # an unresolvable host says so, not Gradio's "Cannot find empty port"
     proxies = trusted_proxies(proxies)
     users = read_users(auth_file) if auth_file else None
     app = build_app(helper, feedback_db=feedback_db, llm=llm, time_budget=time_budget,
-                    writes_per_minute=writes_per_minute, visitor_bank=visitor_bank, learn_from_votes=learn_from_votes)
+                    writes_per_minute=writes_per_minute, visitor_bank=visitor_bank, learn_from_votes=learn_from_votes,
+                    **({} if new_visitors_per_hour is None else {"new_visitors_per_hour": new_visitors_per_hour}))
     _warm_up(helper)
     options = launch_options(host, port)
     if users:
@@ -274,7 +277,7 @@ def start(helper, host: str = "127.0.0.1", port: int | None = None, *, feedback_
 
 def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=None, llm: Sequence | None = None,
           time_budget: float = TIME_BUDGET, mode: str | None = None, auth_file=None, proxies: Sequence[str] = (),
-          learn_from_votes: bool = False) -> None:
+          learn_from_votes: bool = False, new_visitors_per_hour: int | None = None) -> None:
     """Serve the chat until interrupted (`rlhelper serve`). `llm`: the LLMSettings visitors may use;
     `mode`: the search mode of every answer (the operator's choice, not a visitor's; default: the judge's
     where it can run); the rest as `start`."""
@@ -287,7 +290,8 @@ def serve(host: str = "127.0.0.1", port: int = 7860, index=None, *, feedback_db=
     users = read_users(auth_file) if auth_file else {}  # a bad file stops here, before the index loads
     helper = Helper.load(index, mode=mode)
     app, url = start(helper, host, port, feedback_db=feedback_db, llm=llm, time_budget=time_budget,
-                     auth_file=auth_file, proxies=proxies, learn_from_votes=learn_from_votes)
+                     auth_file=auth_file, proxies=proxies, learn_from_votes=learn_from_votes,
+                     new_visitors_per_hour=new_visitors_per_hour)
     if not loopback:
         print(exposure_warning(host, port, llm, FeedbackStore(feedback_db).path, WRITES_PER_MINUTE, len(users)),
               file=sys.stderr, flush=True)

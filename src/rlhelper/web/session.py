@@ -62,7 +62,8 @@ def remember(session: dict, position: int, asked: str, answer: Answer, filters: 
 def learnable(answer: Answer) -> dict | None:
     """What a vote on `answer` teaches the user's question bank: what it searched, and its cited
     lead entry (userbank.py); None when it found no entry, or searched more than a question's length."""
-    from ..index.userbank import MAX_QUESTION_CHARS, entry_key
+    from ..index.bankrecord import MAX_QUESTION_CHARS
+    from ..index.lastanswer import entry_key
 
     lead = next((h.entry for h in answer.hits if answer.citations and h.entry.id == answer.citations[0].entry_id),
                 None)

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import httpx
 
-from ..measure.reliability import Row
 from . import loadtest
 
 QUESTION = "Weight sync timed out between the trainer and SGLang"
@@ -218,7 +217,7 @@ class SpinningHelper:
             return self._changed.wait_for(lambda: self._spinning >= n, timeout)
 
 
-def _started(helper, work: Path, **kw) -> tuple[object, str, Path]:
+def own_server(helper, work: Path, **kw) -> tuple[object, str, Path]:
     """(app, url, feedback file) of a server of its own, with a feedback file of its own."""
     from .server import start
 
@@ -239,7 +238,7 @@ def ssrf_trial(helper, work: Path) -> WebTrial:
     saved = os.environ.get(key_env)
     os.environ[key_env] = key
     attacker, operator = Recorder(), Recorder()
-    app, url, db = _started(helper, work, llm=[LLMSettings(base_url=operator.url, model="bench-model",
+    app, url, db = own_server(helper, work, llm=[LLMSettings(base_url=operator.url, model="bench-model",
                                                        api_key_env=key_env)])
     try:
         refused = []
@@ -274,7 +273,7 @@ BAD_VOTES = [
 
 
 def payload_trial(helper, work: Path) -> WebTrial:
-    app, url, db = _started(helper, work)
+    app, url, db = own_server(helper, work)
     try:
         vote = dependencies(url)["vote"]
         statuses = []
@@ -301,7 +300,7 @@ def _voted_session(url: str, deps: dict) -> str:
 def comment_trial(helper, work: Path) -> WebTrial:
     from ..measure.feedback import FeedbackStore
 
-    app, url, db = _started(helper, work)
+    app, url, db = own_server(helper, work)
     try:
         deps = dependencies(url)
         session = _voted_session(url, deps)
@@ -317,7 +316,7 @@ def comment_trial(helper, work: Path) -> WebTrial:
 def flood_trial(helper, work: Path, votes: int = 100) -> WebTrial:
     from ..measure.feedback import WRITES_PER_MINUTE
 
-    app, url, db = _started(helper, work)
+    app, url, db = own_server(helper, work)
     try:
         deps = dependencies(url)
         session = _voted_session(url, deps)
@@ -337,7 +336,7 @@ def flood_trial(helper, work: Path, votes: int = 100) -> WebTrial:
 
 def slow_trial(helper, work: Path, budget: float = 3.0) -> WebTrial:
     spinning = SpinningHelper(helper)
-    app, url, db = _started(spinning, work, time_budget=budget)
+    app, url, db = own_server(spinning, work, time_budget=budget)
     stuck: dict = {}
 
     def pathological():
@@ -369,50 +368,3 @@ TRIALS = (ssrf_trial, payload_trial, comment_trial, flood_trial, slow_trial)
 def web_trials(helper, work: Path) -> list[WebTrial]:
     work.mkdir(parents=True, exist_ok=True)
     return [trial(helper, work) for trial in TRIALS]
-
-
-# --- the web rows of `rlhelper bench reliability` --------------------------------------
-
-def load_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None:
-    """The load trial: `clients` browsers' worth of questions for `seconds` against the app on 127.0.0.1."""
-    if seconds <= 0:
-        return None
-    from ..api import Helper
-    from .server import start
-
-    app, url = start(Helper.load(copy, user_bank=work / "load-bank" / "questions.jsonl"), port=loadtest.free_port(),
-                     feedback_db=work / "feedback.sqlite3")
-    try:
-        result = loadtest.run_load(url, clients=clients, duration=seconds, timeout=60)
-    finally:
-        loadtest.close_quietly(app)
-    figures = (f"{result['requests']} requests, p50 {result['p50_s'] or 0:.3f} s, p95 {result['p95_s'] or 0:.3f} s, "
-               f"p99 {result['p99_s'] or 0:.3f} s, max {result['max_s'] or 0:.3f} s, "
-               f"{result['requests_per_s']} requests/s")
-    return Row("load", f"{result['clients']} clients × {seconds:g} s on 127.0.0.1", result["ok"],
-               result["requests"], figures, result["error_samples"])
-
-
-def attack_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Row]:
-    """The attacks above, a row each (`clients` and `seconds` are the load trial's)."""
-    from ..api import Helper
-
-    return [Row(t.name, t.tried, int(t.held), 1, t.figures, [] if t.held else [t.figures])
-            for t in web_trials(Helper.load(copy, user_bank=work / "web" / "questions.jsonl"), work / "web")]
-
-
-def trust_rows(copy: Path, work: Path, clients: int, seconds: float) -> list[Row]:
-    """Issue 31's attacks (trusttrials.py): poisoning, forwarded addresses, uploads."""
-    from . import trusttrials
-
-    return trusttrials.trust_rows(copy, work, clients, seconds)
-
-
-def memory_row(copy: Path, work: Path, clients: int, seconds: float) -> Row | None:
-    """20 clients sending 2 MB questions for `seconds` to a `rlhelper serve` of its own (trusttrials.py)."""
-    from . import trusttrials
-
-    return trusttrials.memory_row(copy, work, clients, seconds)
-
-
-RELIABILITY_STEPS = {"load": load_row, "web": attack_rows, "trust": trust_rows, "memory": memory_row}

@@ -25,7 +25,7 @@ from ..measure.reliability import Row
 from ..measure.trials import stop_process
 from . import loadtest
 from .app import EXAMPLES
-from .trials import Visitor, WebTrial, _started, dependencies, lead_of, matched_of, queue_call
+from .trials import Visitor, WebTrial, dependencies, lead_of, matched_of, own_server, queue_call
 
 EXAMPLE = EXAMPLES[0]["text"]  # the page's own example
 SECRETS = ("Free bitcoin: https://spam.example/claim-now", "HF_TOKEN=hf_QpT9xBenchSecret42 on gpu-node-17.corp.internal")
@@ -44,10 +44,10 @@ def _own_bank(helper, work: Path):
 def poisoning_trial(helper, work: Path) -> WebTrial:
     """A stranger demotes the page's example, pins an entry under a filter, teaches a spam question and a
     pasted secret, and takes back a vote on a pair the operator imported; a fresh visitor checks each."""
-    from ..index.userbank import entry_key
+    from ..index.lastanswer import entry_key
 
     helper = _own_bank(helper, work)
-    app, url, _ = _started(helper, work)
+    app, url, _ = own_server(helper, work)
     held: list[bool] = []
     try:
         deps = dependencies(url)
@@ -89,7 +89,7 @@ def forwarded_trial(helper, work: Path, browsers: int = 8, limit: int = 5) -> We
     """Fresh browsers, each asking once and voting once, each claiming another address in X-Forwarded-For,
     against a server that allows `limit` writes a minute per address and trusts no proxy."""
     helper = _own_bank(helper, work)
-    app, url, _ = _started(helper, work, writes_per_minute=limit)
+    app, url, _ = own_server(helper, work, writes_per_minute=limit)
     accepted = 0
     try:
         deps = dependencies(url)
@@ -111,7 +111,7 @@ def upload_trial(helper, work: Path, requests: int = 3, files: int = 999) -> Web
     def stored() -> int:
         return sum(len(names) for _, _, names in os.walk(folder)) if os.path.isdir(folder) else 0
 
-    app, url, _ = _started(helper, work)
+    app, url, _ = own_server(helper, work)
     before, answers = stored(), []
     try:
         batch = [("files", (f"f{i}.txt", b"x" * 1024, "text/plain")) for i in range(files)]

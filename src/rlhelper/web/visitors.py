@@ -9,8 +9,11 @@ A visitor is a browser: the page keeps a signed id in the browser's storage (gr.
 sends it back on load, so their votes follow them across reloads and server restarts; with
 `serve --auth-file` a visitor is the signed-in user instead ("user:NAME"), on any browser. The id
 is random, signed with a key kept in the data folder (0600), so a hand-made id is refused; a new
-one is free to get only MINTS_PER_HOUR times an hour per address, so "a new browser" is no way
-round the per-visitor vote limit, and the visitor count of a suggestion costs something to inflate.
+one is free to get only MINTS_PER_HOUR times an hour per address (IPv6: per /64), so "a new browser"
+is no cheap way round the per-visitor vote limit, and the visitor count of a suggestion costs
+something to inflate. The default is sized for a team behind one address (issue 37: an office's NAT,
+or a proxy the operator has not named with `--trusted-proxy`); `serve --new-visitors-per-hour`
+changes it. What one address can hold is bounded in the store as well (visitorbank.py).
 
 A visitor's votes (index/visitorbank.py) are applied after the operator's bank, for that visitor's
 searches alone: their thumbs-up leads for them, their thumbs-down never leads for them, and
@@ -22,6 +25,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import threading
@@ -35,8 +39,10 @@ from ..index import learned
 from ..index.visitorbank import VisitorBank
 from ..measure.feedback import WriteLimiter
 
+log = logging.getLogger(__name__)
+
 KEY_FILE = "web_visitor.key"
-MINTS_PER_HOUR = 30  # new visitor ids handed to one address in an hour
+MINTS_PER_HOUR = 600  # new visitor ids handed to one address in an hour: an office of 200, three browsers each
 CACHED_VISITORS = 256  # visitors whose own votes are held ready to search with
 CACHED_VECTORS = 4096  # vectors of visitors' questions held in memory
 
@@ -72,7 +78,9 @@ class Visitors:
                  clock=time.monotonic):
         """`helper`: a Helper, or an api.LiveHelper whose current index a vote is keyed to."""
         self._helper, self.bank, self._key = helper, bank, key
+        self.mints_per_hour = mints_per_hour
         self._mints = WriteLimiter(mints_per_hour, clock=clock, window=3600.0)
+        self._warned: set[str] = set()
         self._own: OrderedDict[tuple[str, int], learned.Learned] = OrderedDict()
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -95,11 +103,22 @@ class Visitors:
         return base64.urlsafe_b64encode(hmac.new(self._key, visitor.encode(), hashlib.sha256).digest()[:12]).decode()
 
     def mint(self, address: str) -> str | None:
-        """A new visitor's token; None when `address` had MINTS_PER_HOUR of them this hour."""
+        """A new visitor's token; None when `address` had MINTS_PER_HOUR of them this hour (the
+        operator is told once per address, with what to change)."""
         if not self._mints.allow(address):
+            if address not in self._warned and len(self._warned) < 1000:
+                self._warned.add(address)
+                log.warning("%s has had %d new visitor ids this hour, the limit: its new browsers' votes teach no "
+                            "one until the hour passes. For a team behind one address raise it (`rlhelper serve "
+                            "--new-visitors-per-hour N`); behind a reverse proxy, name it (`--trusted-proxy ADDR`).",
+                            address, self.mints_per_hour)
             return None
         visitor = "v-" + secrets.token_urlsafe(16)
         return f"{visitor}.{self._sign(visitor)}"
+
+    def at_mint_limit(self, address: str) -> bool:
+        """Whether `address` has had all its new visitor ids for this hour."""
+        return self._mints.at_limit(address)
 
     def verify(self, token) -> str | None:
         """The visitor a token names, or None (missing, forged, damaged)."""

@@ -75,21 +75,24 @@ def record_vote(store: FeedbackStore, session: dict | None, index, liked,
 OPERATOR_SOURCES = ("cli", "chat", "import", "review")  # records no visitor's vote replaces or removes
 
 
-def learn_from_vote(helper, session: dict | None, index, liked, *, visitors=None, address: str = "?",
-                    learn_for_all: bool = False) -> str:
+def learn_from_vote(helper, session: dict | None, index, liked, *, visitors=None, visitor: str | None = None,
+                    address: str = "?", learn_for_all: bool = False) -> str:
     """What a vote teaches (issue 31): a thumbs-up makes the answer's lead entry lead for its question,
     a thumbs-down keeps it from leading, taking the vote back undoes that; for the visitor who voted
     (visitors.py: kept in the visitor store, applied to their own searches), and for everyone else
     only once the operator approves it (`rlhelper questions review`), or at once on a server started
     with `--learn-from-votes` (the bank's source "web"; never over the operator's own records).
+    `visitor` is the one this request's token names, passed here, never read back from the session:
+    votes of one session may arrive at once with different tokens (issue 37).
     Returns a note for the status line ("" when there is nothing to say)."""
     position = index[0] if isinstance(index, list | tuple) else index
     turn = (session or {}).get("answers", {}).get(int(position)) if position is not None else None
     taught = turn.get("learn") if turn else None
     if visitors is None or not taught:
         return ""
-    visitor = (session or {}).get("visitor")
     if not visitor:
+        if visitors.at_mint_limit(address):  # say which limit, and what can lift it: reloading cannot
+            return Phrase("vote.no_visitor_limit", limit=visitors.mints_per_hour)
         return Phrase("vote.no_visitor")
     vote, question, entry = vote_of(liked), taught["question"], taught["entry"]
     bank = helper.user_bank if learn_for_all else None
