@@ -83,3 +83,11 @@ def load_helper(index, embedder=None, **kw):
     from ..api import Helper
 
     return Helper.load(index, embedder=embedder, **kw)
+
+
+def load_helper_to_answer(index, mode=None):
+    """The helper of a command that answers one question and exits (`rlhelper ask`): its models start
+    loading at once, on threads of their own, while the index is read."""
+    from ..api import Helper
+
+    return Helper.load(index, mode=mode, preload=True)
