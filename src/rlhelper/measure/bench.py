@@ -106,7 +106,7 @@ def run_bench(
     json_out: Path | None = None,
     sources: Sequence[Path] | None = None,
     embedder: str | None = None,
-    ask_runs: int = 5,
+    ask_runs: int = 7,
     search_repeats: int = 1,
     max_queries: int | None = None,
     learned_bank: int = BANK_SIZE,
