@@ -78,10 +78,12 @@ def test_lines_written_after_the_snapshot_are_applied(seeds_index, bank, monkeyp
     bank.add(question, entry_key(third), 1, "web")
     removed = bank.records()[4]
     bank.remove(entry=removed.entry_id)
+    again = bank.records()[7]  # an old question voted again: its vector and tokens are before the snapshot's end
+    bank.add(again.text, entry_key(third), 1, "web")
     restored = settled(Helper.load(seeds_index, user_bank=bank.path))
     live = restored.retriever._live_learned
     assert live.restored and live.full_reads == 0
-    queries = queries_of(bank) + [removed.text]
+    queries = queries_of(bank) + [removed.text, again.text]
     assert answers(restored, queries) == answers(read_whole(seeds_index, bank.path, monkeypatch), queries)
     assert restored.search(question, k=1)[0].entry.id == third.id
 

@@ -277,6 +277,7 @@ def save(live) -> bool:
         for name, array in arrays.items():
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
         meta = {**live.snapshot_identity, "journal": position, "n": n, "searchable": seg.searchable,
+                "logs": {"vectors": live.vectors.position(), "tokens": live.tokens.position()},
                 "runs": [run.docs for run in seg.runs], "arrays": sorted(arrays)}
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # last: names a complete folder
         shutil.rmtree(folder, ignore_errors=True)
@@ -351,5 +352,8 @@ def _install(live, meta: dict, a: _Arrays) -> None:
                                      lambda slot: normalize(texts[slot]))
     seg.runs = tuple(Run(a[f"run{i}.terms"], a[f"run{i}.indptr"], a[f"run{i}.slots"], a[f"run{i}.weights"], docs)
                      for i, docs in enumerate(meta["runs"]))
+    logs = meta.get("logs") or {}
+    live.vectors.skip_to(logs.get("vectors"))  # what later votes need is after it: 100 MB not read for them
+    live.tokens.skip_to(logs.get("tokens"))
     live.waiting = [int(s) for s in np.flatnonzero(seg.live[:n] & ~seg.embedded[:n])]
     live._learned = Learned.of(live.index.questions, seg.snapshot())
