@@ -33,6 +33,7 @@ import numpy as np
 FORMAT = 1
 SNAPSHOT_MIN = 2_000  # records: a smaller bank is read whole faster than a snapshot is written
 REFRESH_BYTES = 4 << 20  # journal bytes written since a snapshot past which it is read whole (and saved) again
+HEADROOM = 2_048  # empty slots saved after the last: room for the votes of many later processes
 KEEP = 2  # snapshots kept per bank (another index version's, e.g. before and after an ingest)
 _TAIL = 65_536  # journal bytes before the offset that must be unchanged
 
@@ -255,8 +256,7 @@ def save(live) -> bool:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True, mode=0o700)
         n = seg.n
-        arrays = {"rows": seg.rows[:n], "votes": seg.votes[:n], "live": seg.live[:n], "embedded": seg.embedded[:n],
-                  "vectors": seg.vectors[:n]}
+        arrays = {name: _with_room(getattr(seg, name), n) for name in ("rows", "votes", "live", "embedded", "vectors")}
         blob, offsets = _text_arrays(seg.texts[i] for i in range(n))
         arrays |= {"texts.blob": blob, "texts.offsets": offsets}
         slots = [(key_hash(key), slot) for key, slot in seg.slot_of.items()]
@@ -287,6 +287,14 @@ def save(live) -> bool:
         return False
     _prune(folder)
     return True
+
+
+def _with_room(array: np.ndarray, n: int) -> np.ndarray:
+    """The first n rows and HEADROOM empty ones: the slots of votes after a restore are written in place
+    (copy on write, a page each), not into a copy of the whole matrix that growing would make."""
+    out = np.zeros((n + HEADROOM, *array.shape[1:]), dtype=array.dtype)
+    out[:n] = array[:n]
+    return out
 
 
 def _prune(kept: Path) -> None:
