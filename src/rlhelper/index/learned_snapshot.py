@@ -254,7 +254,8 @@ def save(live) -> bool:
                 return False
             position["hash"] = _journal_hash(f, position["offset"])
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True, mode=0o700)
+        folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the bank's, the user's alone
+        tmp.mkdir(mode=0o700)
         n = seg.n
         arrays = {name: _with_room(getattr(seg, name), n) for name in ("rows", "votes", "live", "embedded", "vectors")}
         blob, offsets = _text_arrays(seg.texts[i] for i in range(n))
