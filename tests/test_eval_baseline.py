@@ -41,7 +41,7 @@ def test_each_shipped_baseline_records_a_command_that_writes_it_again(path, monk
     words = shlex.split(stored["command"])
     assert words[:3] == ["rlhelper", "eval", "--write-baseline"]
     # The CLI accepts it, and it names this set, this file and these collections.
-    params = cli_group.commands["eval"].make_context("eval", words[2:]).params
+    params = cli_group.get_command(None, "eval").make_context("eval", words[2:]).params
     assert params["write_baseline"]
     assert Path(params["eval_set"] or baseline.DEFAULT_EVAL_FILE).name == stored["eval_file"]
     assert (REPO / (params["baseline_file"] or baseline.DEFAULT_BASELINE)).resolve() == path.resolve()

@@ -66,6 +66,7 @@ class Helper:
         user_bank: str | Path | bool | None = None,
         judge: str | Path | None = None,
         mode: str | None = None,
+        preload: bool = False,
     ) -> Helper:
         """Open an index by folder path or name (default: RLHELPER_INDEX_DIR / index/default).
 
@@ -81,14 +82,27 @@ class Helper:
         `embedder`, when given, must match the one the index was built with;
         a mismatch raises EmbedderMismatchError saying how to rebuild. An index
         built by an rlhelper that tokenized differently raises IndexStaleError.
+
+        `preload`: start loading the models this helper's mode searches with (the embedder, the
+        judge) on threads of their own at once, while the index is read, instead of at the first
+        search: for a process that answers one question (`rlhelper ask`).
         """
         from .index.store import Index  # numpy + faiss: imported on load, not on `import rlhelper`
 
         path = config.resolve_index(index)
+        if preload and mode != "lexical":
+            from .index.embed import embedder_id
+            from .index.embed import preload as preload_embedder
+            from .index.folders import recorded_embedder
+
+            preload_embedder(embedder_id(embedder) if embedder else recorded_embedder(path))
         loaded = Index.load(path, expected_embedder=embedder)
         loaded.check_current()
-        return cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold, user_bank=user_bank,
-                   judge=judge, mode=mode)
+        helper = cls(loaded, embedder_spec=embedder, abstain_threshold=abstain_threshold, user_bank=user_bank,
+                     judge=judge, mode=mode)
+        if preload and helper.mode == "judge":
+            helper.retriever.preload_judge()
+        return helper
 
     def reloaded(self) -> Helper:
         """A Helper like this one over the version of its index live now (an ingest or sync swapped in

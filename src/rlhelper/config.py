@@ -83,6 +83,12 @@ def data_dir() -> Path:
     return Path(setting("data_dir", default=str(Path(base) / "rlhelper")))
 
 
+def cache_dir() -> Path:
+    """Per-user caches that can be rebuilt from what is installed (model weights in a fast form)."""
+    base = os.environ.get("RLHELPER_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rlhelper"
+
+
 def cpu_threads() -> int:
     """Threads for numeric work: never more than the machine has."""
     return max(1, min(os.cpu_count() or 1, int(setting("threads", default=os.cpu_count() or 1))))

@@ -15,6 +15,7 @@ from .options import (
     llm_options,
     llm_settings,
     load_helper,
+    load_helper_to_answer,
     mode_option,
     read_query,
 )
@@ -38,7 +39,7 @@ def ask(query, k, framework, collection, lang, index, mode, as_json, llm, llm_ba
       rlhelper ask --llm --llm-base-url http://127.0.0.1:30000/v1 --llm-model Qwen/Qwen2.5-7B-Instruct "..."
     """
     settings = llm_settings(llm, llm_base_url, llm_model, llm_api_key_env, llm_timeout)
-    helper = load_helper(index)
+    helper = load_helper_to_answer(index, mode)
     answer = helper.ask(read_query(query), k=k, mode=mode, **filters_of(framework, collection, lang))
     from ..index.lastanswer import remember_answer
 

@@ -13,11 +13,30 @@ import click
 
 from ..errors import RlhelperError
 from ..version import __version__
-from . import asking, indexing, judging, learning, measuring, syncing
+
+# Each command's module is imported when that command runs (or --help lists them): `rlhelper ask`
+# never imports what ingest, eval or the web server need.
+COMMANDS = {
+    "ingest": "indexing:ingest", "info": "indexing:info", "sync": "syncing:sync", "ask": "asking:ask",
+    "chat": "asking:chat", "search": "asking:search", "serve": "asking:serve", "auth": "asking:auth",
+    "eval": "measuring:eval_", "bench": "measuring:bench", "feedback": "learning:feedback",
+    "questions": "learning:questions", "judge": "judging:judge",
+}
 
 
 class FriendlyGroup(click.Group):
-    """Turns library errors into one line on stderr, exit status 1."""
+    """Turns library errors into one line on stderr, exit status 1; imports a command's module when it is used."""
+
+    def list_commands(self, ctx):
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in COMMANDS:
+            import importlib
+
+            module, attr = COMMANDS[name].split(":")
+            self.add_command(getattr(importlib.import_module(f"{__package__}.{module}"), attr), name)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx):
         try:
@@ -31,9 +50,3 @@ class FriendlyGroup(click.Group):
 @click.version_option(__version__, prog_name="rlhelper")
 def main():
     """Find the troubleshooting entry that answers an RL post-training error, and cite it."""
-
-
-for command in (indexing.ingest, indexing.info, syncing.sync, asking.ask, asking.chat, asking.search, asking.serve,
-                asking.auth,
-                measuring.eval_, measuring.bench, learning.feedback, learning.questions, judging.judge):
-    main.add_command(command)

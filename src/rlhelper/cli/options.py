@@ -83,3 +83,18 @@ def load_helper(index, embedder=None, **kw):
     from ..api import Helper
 
     return Helper.load(index, embedder=embedder, **kw)
+
+
+def load_helper_to_answer(index, mode=None):
+    """The helper of a command that answers one question and exits (`rlhelper ask`): its models start
+    loading at once, on threads of their own, while the search path is imported and the index read."""
+    from .. import config
+    from ..index.embed import preload
+    from ..index.folders import recorded_embedder
+
+    path = config.resolve_index(index)
+    if mode != "lexical":
+        preload(recorded_embedder(path))  # before the imports below: they hold the GIL, its load does not
+    from ..api import Helper
+
+    return Helper.load(path, mode=mode, preload=True)

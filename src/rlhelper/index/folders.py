@@ -119,6 +119,14 @@ def _live_manifest_json(path: Path) -> dict | None:
         return None
 
 
+def recorded_embedder(path: Path) -> str:
+    """The embedder id the live version of the index at `path` was built with; "" when its manifest
+    cannot be read (loading the index says why)."""
+    manifest = _live_manifest_json(Path(path))
+    embedder = manifest.get("embedder") if isinstance(manifest, dict) else None
+    return str(embedder.get("id", "")) if isinstance(embedder, dict) else ""
+
+
 def _recorded_sources(path: Path) -> dict[str, tuple[list[str], bool]] | None:
     """Collection name -> (what to ingest again, whether that is its whole folder): the folder, or
     the files picked from it when no run read the whole folder. None when the manifest cannot be read."""

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import learned_snapshot
 from .learned_store import TokenLog, VectorLog, term_hash
 from .questions import QuestionIndex, VectorCache, best_first, by_entry, section_rows
 
@@ -400,6 +401,8 @@ class LiveLearned:
         self.full_reads = 0  # times the whole bank was read (the first search, a file replaced by hand)
         self._lock = threading.Lock()
         self._learned = Learned(shipped)
+        self.snapshot_identity = learned_snapshot.identity(self)
+        self.restored = learned_snapshot.restore(self)  # a large bank's saved state, when one fits
 
     def current(self) -> Learned:
         """What to search with now. When another search is applying changes, the state before them."""
@@ -438,6 +441,8 @@ class LiveLearned:
         if delta.reset:
             self.vectors.compact(r.text for r in self.held.values())
             self.tokens.compact(r.text for r in self.held.values() if r.vote == 1)
+            if len(self.held) >= learned_snapshot.SNAPSHOT_MIN:
+                learned_snapshot.save(self)  # the next process restores this state instead of reading it all
 
     def _add(self, records: list) -> None:
         placed = []

@@ -42,6 +42,7 @@ class _AppendOnly:
         self.header = header.ljust(self.HEADER, b"\0")[:self.HEADER]
         self._ident: tuple[int, int] | None = None
         self._read_to = 0
+        self._skipped = 0  # bytes before _read_to passed over by skip_to, not read yet
 
     def read_new(self) -> bytes:
         """The bytes appended since the last call (all of them when the file was replaced); b"" when
@@ -50,7 +51,7 @@ class _AppendOnly:
             with open(self.path, "rb") as f:
                 st = os.fstat(f.fileno())
                 if (st.st_dev, st.st_ino) != self._ident:
-                    self._ident, self._read_to = (st.st_dev, st.st_ino), 0
+                    self._ident, self._read_to, self._skipped = (st.st_dev, st.st_ino), 0, 0
                     self.restart()
                 if self._read_to == 0:
                     if f.read(self.HEADER) != self.header:
@@ -63,6 +64,38 @@ class _AppendOnly:
 
     def consumed(self, n: int) -> None:
         self._read_to += n
+
+    def position(self) -> list[int] | None:
+        """[device, inode, size] of the file now, for `skip_to` in a later process (a bank's snapshot)."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return [st.st_dev, st.st_ino, st.st_size]
+
+    def skip_to(self, position) -> None:
+        """Read on from `position` (what `position()` said when a snapshot was made) when the file is still
+        that one: what is before it is read only when something asked for is not found after it."""
+        if not isinstance(position, list) or len(position) != 3 or self.position() is None:
+            return
+        st = os.stat(self.path)
+        dev, ino, size = position
+        if (st.st_dev, st.st_ino) == (dev, ino) and self.HEADER <= size <= st.st_size:
+            self._ident, self._read_to, self._skipped = (dev, ino), size, size
+
+    def read_skipped(self) -> bytes:
+        """The bytes `skip_to` passed over (once; b"" when there are none or the file was replaced since)."""
+        end, self._skipped = self._skipped, 0
+        if not end:
+            return b""
+        try:
+            with open(self.path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) != self._ident or f.read(self.HEADER) != self.header:
+                    return b""
+                return f.read(end - self.HEADER)
+        except OSError:
+            return b""
 
     def restart(self) -> None:
         """The file was replaced: forget what was read of the old one (subclasses)."""
@@ -139,10 +172,20 @@ class VectorLog(_AppendOnly):
                 self._held[bytes(key)] = vector
             self.consumed(whole * self._dtype.itemsize)
 
+    def _take(self, data: bytes) -> int:
+        whole = len(data) // self._dtype.itemsize
+        if whole:
+            records = np.frombuffer(data, dtype=self._dtype, count=whole)
+            for key, vector in zip(records["key"], records["vector"], strict=True):
+                self._held.setdefault(bytes(key), vector)  # a vector read later (appended after) stays
+        return whole * self._dtype.itemsize
+
     def get(self, texts: list[str]) -> dict[str, np.ndarray]:
         """The vectors held for `texts`, by text."""
         self._read()
         keys = [self.key(t) for t in texts]
+        if any(k not in self._held for k in keys):
+            self._take(self.read_skipped())
         return {t: self._held[k] for t, k in zip(texts, keys, strict=True) if k in self._held}
 
     def add(self, texts: list[str], vectors: np.ndarray) -> None:
@@ -211,6 +254,8 @@ class TokenLog(_AppendOnly):
         """(term hashes, counts, number of tokens) of each text, tokenized only when not on file."""
         if self.persist:
             self.consumed(self._parse(self.read_new()))
+            if any(self.key(text) not in self._held for text in texts):
+                self._parse(self.read_skipped())
         made, fresh = [], {}
         for text in texts:
             key = self.key(text)

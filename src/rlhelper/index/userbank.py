@@ -173,6 +173,34 @@ class BankFollower:
             return self._reopen(continuing=False)  # cut shorter: start again
         return self._reopen(continuing=self._file is not None)
 
+    def position(self) -> dict | None:
+        """Where this follower stands in the file it has open (None when it has none), for `resume`."""
+        if self._file is None:
+            return None
+        return {"ident": list(self._ident), "generation": self._generation, "offset": self._offset,
+                "line": self._line, "lines": self.lines}
+
+    def resume(self, position: dict, check) -> bool:
+        """Continue from a `position` saved by another process (a learned bank's snapshot), when the
+        file is still the one it was saved in: the same device and inode, at least that long, and
+        `check(file)` equal to position["hash"]. False (and nothing changed) otherwise."""
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - kept open to read what is appended, as _reopen does
+        except OSError:
+            return False
+        st = os.fstat(f.fileno())
+        offset = position.get("offset")
+        if ([st.st_dev, st.st_ino] != list(position.get("ident") or ()) or not isinstance(offset, int)
+                or st.st_size < offset or check(f) != position.get("hash")):
+            f.close()
+            return False
+        self.close()
+        f.seek(offset)
+        self._file, self._ident = f, (st.st_dev, st.st_ino)
+        self._generation, self._offset = position.get("generation"), offset
+        self._line, self.lines, self.problems = int(position.get("line", 0)), int(position.get("lines", 0)), []
+        return True
+
     def _reopen(self, continuing: bool) -> Delta:
         tail = self._read_on() if continuing else []  # what the old file got before it was replaced
         old = (self._generation, self._offset)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .timing import WARMUP_QUERIES, measure_process, percentile, row, run_worker
+from .timing import WARMUP_QUERIES, measure_process, paired_ratio, percentile, row, run_worker
 
 BANK_SIZE = 20_000
 QUESTION_CHARS = 1_900
@@ -110,14 +110,34 @@ def worker_learned_bank(index: str, queries: list[str], workdir: str, size: int 
             "slots": live.segment.n, "runs": len(live.segment.runs)}
 
 
+def worker_learned_first_search(index: str, bank: str, query: str = WARMUP_QUERIES[1], k: int = 5) -> dict:
+    """The first search of a process over a bank an earlier process read (its snapshot is there): the
+    embedder loaded first, so the figure is the bank's share."""
+    from ..api import Helper
+
+    helper = Helper.load(index, user_bank=bank)
+    helper.retriever.query_vector(query)
+    started = time.perf_counter()
+    helper.search(query, k=k)
+    live = helper.retriever._live_learned
+    return {"seconds": time.perf_counter() - started, "restored": live.restored, "full_reads": live.full_reads}
+
+
 def learned_bank_rows(index: Path, queries: list[str], ask_argv, size: int = BANK_SIZE) -> tuple[list[dict], dict]:
     """The bench's rows for a bank of `size` learned questions, and their details."""
+    from .startbench import NUMPY
+
     with tempfile.TemporaryDirectory(prefix="rlhelper-bank-") as tmp:
         done = run_worker("learned_bank", index=str(index), queries=queries[:80], workdir=tmp, size=size,
                           timeout=3600)
+        later = run_worker("learned_first_search", index=str(index), bank=str(Path(tmp) / "questions.jsonl"))
         env = {**os.environ, "RLHELPER_DATA_DIR": tmp}
         measure_process(ask_argv, env=env)  # untimed: the first run embeds what the bank lacks, if anything
-        asks = [measure_process(ask_argv, env=env)["wall"] for _ in range(3)]
+        measured = [measure_process(ask_argv, env=env) for _ in range(3)]
+        asks = [m["wall"] for m in measured]
+        ratio, ratios = paired_ratio(ask_argv, NUMPY, runs=7, env=env)
+    done["later_process"] = later
+    done["ask_ratios_to_numpy"] = ratios
     without, after = percentile(done["without_ms"], 50), percentile(done["after_vote_ms"], 50)
     added = [a - w for a, w in zip(done["after_vote_ms"], done["without_ms"], strict=True)]
     label = f"{size:,} learned questions of {QUESTION_CHARS:,} characters"
@@ -128,9 +148,18 @@ def learned_bank_rows(index: Path, queries: list[str], ask_argv, size: int = BAN
             "not embedded)"),
         row(None, f"{label}: a search right after a vote, p95", percentile(done["after_vote_ms"], 95), "ms"),
         row(None, f"{label}: the vote itself (one line appended), p50", percentile(done["vote_ms"], 50), "ms"),
-        row(None, f"{label}: first search of a process (reads and indexes the bank)", done["first_search_seconds"],
-            "s", f"bank file {done['bank_bytes'] / 2**20:.0f} MB"),
+        row(None, f"{label}: first search of the first process (reads the whole bank, writes its snapshot)",
+            done["first_search_seconds"], "s", f"bank file {done['bank_bytes'] / 2**20:.0f} MB"),
+        row("learned_first_search" if size == BANK_SIZE else None, f"{label}: first search of a later process "
+            "(the snapshot restored, the journal's new lines applied)", later["seconds"], "s",
+            "restored" if later["restored"] else "NOT restored: read whole"),
         row(None, f"{label}: `rlhelper ask` whole process, median of 3", statistics.median(asks), "s"),
-        row(None, f"{label}: peak RSS, query process", done["peak_rss_mb"], "MB"),
+        row("learned_ask_vs_numpy" if size == BANK_SIZE else None, f"{label}: `rlhelper ask` over `python -c "
+            f"'import numpy'`, run in turn, median of {len(ratios)}", ratio, "x",
+            f"pairs {min(ratios):.1f}-{max(ratios):.1f}x"),
+        row("learned_peak_rss_ask" if size == BANK_SIZE else None, f"{label}: peak RSS, `rlhelper ask` process",
+            max(m["peak_rss_mb"] for m in measured), "MB"),
+        row(None, f"{label}: peak RSS, the first (full read) process", done["peak_rss_mb"], "MB"),
+        row(None, f"{label}: peak RSS, a later process's search worker", later["peak_rss_mb"], "MB"),
     ]
     return rows, done

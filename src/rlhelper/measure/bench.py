@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,12 +23,12 @@ from pathlib import Path
 
 from .. import config
 from .bankbench import BANK_SIZE, learned_bank_rows
+from .startbench import ASK_QUERY, ask_argv, ask_rows, command_argv
 from .timing import (
     TARGETS,
     load_queries,
     machine,
     measure_process,
-    paired_ratio,
     percentile,
     row,
     run_worker,
@@ -39,21 +38,9 @@ from .timing import (
 DEFAULT_BENCH_FILE = config.REPO_ROOT / "eval" / "reports" / "bench.json"
 DEFAULT_SCALE_FILE = config.REPO_ROOT / "eval" / "reports" / "bench-scale.json"
 DEFAULT_EVAL_FILE = config.REPO_ROOT / "eval" / "seeds.jsonl"
-ASK_QUERY = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB during rollout"
 
 
 # --- the standard bench ------------------------------------------------------------------
-
-
-def command_argv(command: str) -> list[str]:
-    """`rlhelper COMMAND` as a user runs it: the console script next to this interpreter, else -m."""
-    script = Path(sys.executable).with_name("rlhelper")
-    head = [str(script)] if script.is_file() else [sys.executable, "-m", "rlhelper.cli"]
-    return [*head, command]
-
-
-def ask_argv(query: str, index: Path) -> list[str]:
-    return [*command_argv("ask"), "--index", str(index), query]
 
 
 def worker_ingest(sources: list[str], index: str, embedder: str | None, rebuild: bool) -> dict:
@@ -74,9 +61,13 @@ def judge_rows(index: Path, queries: list[str], repeats: int, hybrid_p50: float)
     if not judge_available():
         return [row(None, "judge mode: cannot run here (onnxruntime, tokenizers or the model missing)", None, "")]
     judged = run_worker("search", index=str(index), queries=queries, repeats=repeats, mode="judge")
-    p50 = percentile(judged.pop("latencies_ms"), 50)
+    latencies = judged.pop("latencies_ms")
+    p50 = percentile(latencies, 50)
     size, parts = added_megabytes()
     return [
+        row("judge_search_p50", f"warm Helper.search p50 in the default (judge) mode ({len(latencies)} queries, k=5)",
+            p50, "ms"),
+        row("judge_search_p95", "warm Helper.search p95 in the default (judge) mode", percentile(latencies, 95), "ms"),
         row("judge_added_p50", "judge mode: added to the warm hybrid search p50", p50 - hybrid_p50, "ms",
             f"{p50:.1f} ms against {hybrid_p50:.1f} ms"),
         row("peak_rss_query_judge", "judge mode: peak RSS, query process", judged["peak_rss_mb"], "MB"),
@@ -115,7 +106,7 @@ def run_bench(
     json_out: Path | None = None,
     sources: Sequence[Path] | None = None,
     embedder: str | None = None,
-    ask_runs: int = 5,
+    ask_runs: int = 7,
     search_repeats: int = 1,
     max_queries: int | None = None,
     learned_bank: int = BANK_SIZE,
@@ -166,21 +157,12 @@ def run_bench(
                                                                    size=learned_bank)
             rows += bank_rows
 
+        ask, details["ask"] = ask_rows(index, runs=max(1, ask_runs))
         argv = ask_argv(ASK_QUERY, index)
-        measure_process(argv)  # untimed: the first run after install writes the model's weight cache
-        asks = [measure_process(argv) for _ in range(max(1, ask_runs))]
-        walls = [a["wall"] for a in asks]
-        ratio, ratios = paired_ratio(argv, [sys.executable, "-c", "import numpy"], runs=max(1, ask_runs))
         hybrid = [measure_process([*argv, "--mode", "hybrid"])["wall"] for _ in range(3)]
-        rows += [
-            row("ask_process", f"`rlhelper ask` whole process (default mode), median of {len(walls)}",
-                statistics.median(walls), "s", f"min {min(walls):.2f} s, max {max(walls):.2f} s"),
-            row("ask_vs_numpy", f"`rlhelper ask` over `python -c 'import numpy'`, run in turn, median of {len(ratios)}",
-                ratio, "x", f"pairs {min(ratios):.1f}-{max(ratios):.1f}x"),
-            row(None, "`rlhelper ask --mode hybrid` whole process, median of 3", statistics.median(hybrid), "s"),
-            row("peak_rss_ask", "peak RSS, `rlhelper ask` process", max(a["peak_rss_mb"] for a in asks), "MB"),
-        ]
-        details["ask"] = {"argv": argv[1:], "seconds": walls, "ratios_to_numpy": ratios, "hybrid_seconds": hybrid}
+        rows += [*ask, row(None, "`rlhelper ask --mode hybrid` whole process, median of 3", statistics.median(hybrid),
+                           "s")]
+        details["ask"]["hybrid_seconds"] = hybrid
 
     figures = {
         "kind": "bench",

@@ -10,10 +10,11 @@ import json
 import sys
 from collections.abc import Sequence
 
-from . import bankbench, bench, syncbench, synthetic, timing
+from . import bankbench, bench, startbench, syncbench, synthetic, timing
 
 WORKERS = {"ingest": bench.worker_ingest, "search": timing.worker_search, **synthetic.WORKERS,
-           "learned_bank": bankbench.worker_learned_bank,
+           "learned_bank": bankbench.worker_learned_bank, "learned_first_search": bankbench.worker_learned_first_search,
+           "ask_phases": startbench.worker_ask_phases,
            "git_upstreams": syncbench.worker_git_upstreams, "git_change_page": syncbench.worker_git_change_page}
 
 

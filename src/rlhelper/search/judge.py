@@ -35,6 +35,7 @@ from ..config import PACKAGE_DIR
 from ..errors import ConfigError
 from ..index.judge_vectors import JudgeVectors, read_judge_vectors
 from ..schema import Entry, title_trail
+from .onnx_session import fast_session
 from .ranking import Ranking, split_sections, whole_section
 
 MAX_PASSAGE_CHARS = 600  # ~128 wordpiece tokens of English; the tokenizer truncates the rest
@@ -113,7 +114,7 @@ class Judge:
         """`int8`: the quantized model (the fp32 one otherwise). One thread: a query process
         shares the machine with the web server's other requests."""
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401 - checked here, used by fast_session
             from tokenizers import Tokenizer
         except ImportError as err:
             raise ConfigError(f"The judge needs onnxruntime and tokenizers: pip install 'rlhelper[judge]' ({err}).") from err
@@ -122,11 +123,7 @@ class Judge:
             raise ConfigError(f"No judge model in {folder}: train one with `rlhelper judge train`.")
         manifest_file = folder / MANIFEST
         manifest = json.loads(manifest_file.read_text(encoding="utf-8")) if manifest_file.is_file() else {}
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        model = folder / (MODEL_INT8 if int8 else MODEL_FP32)
-        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        session = fast_session(folder / (MODEL_INT8 if int8 else MODEL_FP32), threads)
         tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
         tokenizer.enable_truncation(max_length=int(manifest.get("max_length", DEFAULT_MAX_LENGTH)))
         tokenizer.no_padding()

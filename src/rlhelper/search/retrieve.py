@@ -35,6 +35,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from .. import config
 from ..errors import QueryError, UserBankError
 from ..index import lexical, questions
 from ..index.learned import Learned, LiveLearned, SearchedQuestions
@@ -130,10 +131,15 @@ class Retriever:
     @cached_property
     def judge(self) -> Judge:
         """The trained judge (judge mode only: onnxruntime is loaded on first use), with the entry
-        vectors ingest stored for it: a search then encodes the query alone."""
-        judge = Judge.load(self._judge_folder or PACKAGED_JUDGE)
+        vectors ingest stored for it: a search then encodes the query alone. Read on the judge's
+        thread (in_background): a search asks for it there first."""
+        judge = Judge.load(self._judge_folder or PACKAGED_JUDGE, threads=config.cpu_threads())
         judge.remember(self.index.judge_vectors(judge.fingerprint))
         return judge
+
+    def preload_judge(self) -> None:
+        """Start loading the judge on its thread now (a search's query encoding queues behind it)."""
+        in_background(lambda: self.judge)
 
     @cached_property
     def corrector(self) -> Corrector:

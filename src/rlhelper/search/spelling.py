@@ -30,6 +30,8 @@ from functools import cached_property, lru_cache
 
 _PLAIN_WORD = re.compile(r"[a-z]{5,40}")
 MAX_CORRECTIONS = 3  # per word: more would be a guess, not a correction
+BUILD_AFTER = 32  # words looked up one by one before the deletion index is built (Corrector._sharing_a_deletion)
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def _deletes(word: str) -> set[str]:
@@ -55,6 +57,7 @@ class Corrector:
     def __init__(self, vocabulary: Iterable[str], is_word: Callable[[str], bool] = is_english):
         self._vocabulary = vocabulary
         self._is_word = is_word  # a real word the docs do not use is not a typo
+        self._looked_up = 0  # words looked up without the deletion index
 
     @cached_property
     def _by_delete(self) -> dict[str, set[str]]:
@@ -70,13 +73,28 @@ class Corrector:
         """Known words one edit from `word`, closest in length first; [] for a known, non-plain or English word."""
         if word in self._vocabulary or not _PLAIN_WORD.fullmatch(word):
             return []
-        found: set[str] = set()
-        for key in _deletes(word):
-            found |= self._by_delete.get(key, set())
-        found = {term for term in found if _one_edit(word, term)}
+        found = {term for term in self._sharing_a_deletion(word) if _one_edit(word, term)}
         if not found or self._is_word(word):  # the dictionary last: most unknown words have no neighbour
             return []
         return sorted(found, key=lambda term: (abs(len(term) - len(word)), term))[:MAX_CORRECTIONS]
+
+
+    def _sharing_a_deletion(self, word: str) -> set[str]:
+        """The known plain words that share a deletion key with `word`. The first few words of a process
+        (a question's) are looked up by making those words (each key, and each key with a letter put
+        back: a plain word is letters only), which costs less than indexing the whole vocabulary; from
+        BUILD_AFTER words on (a conversation, a server) the deletion index is built and asked."""
+        if "_by_delete" in vars(self) or self._looked_up >= BUILD_AFTER:
+            found: set[str] = set()
+            for key in _deletes(word):
+                found |= self._by_delete.get(key, set())
+            return found
+        self._looked_up += 1
+        vocabulary, made = self._vocabulary, set()
+        for key in _deletes(word):
+            made.add(key)
+            made.update(key[:i] + c + key[i:] for i in range(len(key) + 1) for c in _LETTERS)
+        return {term for term in made if term in vocabulary and _PLAIN_WORD.fullmatch(term)}
 
 
 def _one_edit(a: str, b: str) -> bool:

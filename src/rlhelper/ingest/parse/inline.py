@@ -30,8 +30,6 @@ import re
 import unicodedata
 from bisect import bisect_right
 
-from docutils.nodes import make_id
-
 MAX_HEADING_CHARS = 1000
 
 _WS = re.compile(r"\s+")
@@ -207,6 +205,8 @@ class DocutilsIds:
         self.counter = 0
 
     def register(self, name: str) -> str:
+        from docutils.nodes import make_id  # docutils: for rst anchors at ingest, not on a query's path
+
         candidate = make_id(" ".join(name.split()))
         if not candidate or candidate in self.ids:
             while True:
