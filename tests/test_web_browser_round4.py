@@ -4,7 +4,7 @@ a pasted log, the phone's fold, the input limit, the keyboard, dark mode and the
 from __future__ import annotations
 
 import pytest
-from test_web_browser import sized_page
+from test_web_browser import ask_and_wait, sized_page
 
 from rlhelper.api import Helper
 from rlhelper.web import loadtest
@@ -62,3 +62,73 @@ def test_pasting_a_1000_line_log_leaves_the_page_responsive(sized, seeds_url):
     assert worst < FRAME_BUDGET_MS, f"the page froze for {worst:.0f} ms after the paste"
     widths = page.evaluate("() => [document.documentElement.scrollWidth, innerWidth]")
     assert widths[0] <= widths[1], widths  # and the page is no wider than the window
+
+
+# -- point 2: the phone's fold ----------------------------------------------------------------------
+
+QUESTION = "Weight sync timed out between the trainer and SGLang. How do I fix it?"
+OOM = "vLLM rollout runs out of GPU memory during generation"
+IN_VIEW = """sel => { const e = document.querySelector(sel); if (!e) return false;
+    const r = e.getBoundingClientRect();
+    return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth; }"""
+
+
+def in_view(page, selector: str) -> bool:
+    """Wait until the element is wholly inside the window; False when it never is (the page fits its
+    chat to the window a frame after a change)."""
+    try:
+        page.wait_for_function(IN_VIEW, arg=selector, timeout=5_000)
+    except Exception:  # playwright's TimeoutError: the state never came
+        return False
+    return True
+
+
+def where(page, selector: str) -> list:
+    return page.evaluate("s => { const r = document.querySelector(s).getBoundingClientRect(); return [r.top, r.bottom]; }",
+                         selector)
+
+
+@pytest.fixture
+def phone(browser):
+    yield from sized_page(browser, 390, 844)
+
+
+def test_a_phone_shows_what_each_action_changes_in_view(phone, seeds_url):
+    """Issue 36, point 2, at 390x844: the box on first open, a vote's note, its comment box and the vote hint,
+    "Clear the filters", a code block's whole lines."""
+    page = phone
+    page.goto(seeds_url)
+    page.locator("#rl-input textarea").wait_for()
+    assert in_view(page, "#rl-input textarea"), f"the box is below the fold: {where(page, '#rl-input textarea')}"
+    ask_and_wait(page, QUESTION)
+    assert in_view(page, "#rl-vote-hint"), f"the vote hint is below the fold: {where(page, '#rl-vote-hint')}"
+    page.locator("#rl-chat button[aria-label='Like']").last.click()
+    page.locator("#rl-status").get_by_text("helpful").wait_for()
+    page.locator("#rl-comment").wait_for(state="visible")
+    for part in ("#rl-status", "#rl-comment"):
+        assert in_view(page, part), f"{part} is out of view after the vote: {where(page, part)}"
+    ask_and_wait(page, OOM)
+    cut = page.evaluate("""() => { const bots = document.querySelectorAll('#rl-chat [data-testid=bot]');
+        return [...bots[bots.length - 1].querySelectorAll('.rl-code pre')].map(p => p.scrollWidth - p.clientWidth); }""")
+    assert cut and max(cut) <= 1, f"a code block's lines are cut at its edge by {cut} px"
+    page.locator("#rl-framework input").click()
+    page.get_by_role("option", name="RLinf").click()
+    ask_and_wait(page, "RuntimeError: wake_up timed out after 60s")  # a SkyRL entry: nothing within RLinf
+    page.locator("#rl-clear-filters").wait_for(state="visible")
+    assert in_view(page, "#rl-clear-filters"), f"Clear the filters is below the fold: {where(page, '#rl-clear-filters')}"
+
+
+def test_a_phone_shows_a_pasted_logs_first_line_clear_of_the_clear_icon(phone, seeds_url):
+    """Issue 36, point 2: the echo of a pasted log, pinned at the top of the pane, starts below Clear."""
+    page = phone
+    page.goto(seeds_url)
+    ask_and_wait(page, "\n".join(LOG.splitlines()[:60]) + "\ntorch.OutOfMemoryError: CUDA out of memory.")
+    clear = page.locator("#rl-chat button[aria-label='Clear']").bounding_box()
+    shown = page.evaluate("""() => { const pre = [...document.querySelectorAll('#rl-chat pre.rl-query')].pop();
+        const pane = pre.closest('.bubble-wrap'), first = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT).nextNode();
+        const line = document.createRange(); line.setStart(first, 0); line.setEnd(first, Math.min(20, first.data.length));
+        // where the pane's scrolled content starts to be seen: below its top border
+        return {paneTop: pane.getBoundingClientRect().top + pane.clientTop, line: line.getBoundingClientRect().top}; }""")
+    assert shown["paneTop"] >= clear["y"] + clear["height"] - 1, \
+        f"the pane's lines scroll under Clear ({clear}): {shown}"
+    assert shown["line"] < shown["paneTop"] or shown["line"] >= clear["y"] + clear["height"] - 1, shown

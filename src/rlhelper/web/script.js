@@ -55,7 +55,7 @@
     if (!pinned || !pinned.isConnected) { pinned = null; return; }
     var pane = pinned.closest(".bubble-wrap");
     if (!pane) return;
-    var box = pane.getBoundingClientRect(), by = pinned.getBoundingClientRect().top - box.top - 40;  // below Clear
+    var box = pane.getBoundingClientRect(), by = pinned.getBoundingClientRect().top - box.top - 40;  // 8 px below the band Clear sits in (style.css)
     var bots = document.querySelectorAll("#rl-chat [data-testid='bot']"), answer = bots[bots.length - 1];
     var after = answer && (pinned.compareDocumentPosition(answer) & Node.DOCUMENT_POSITION_FOLLOWING);
     if (after) by = Math.max(by, answer.getBoundingClientRect().top - box.top - ANSWER_BY * box.height);
@@ -67,24 +67,35 @@
       if (ev.target && ev.target.closest && ev.target.closest("#rl-chat")) pinned = null;
     }, {passive: true, capture: true});
   });
-  // On a desktop the chat is as tall as the window leaves room for (style.css, --rl-chat-height): the
-  // page fits, so it cannot creep down, and what appears under the box (a vote's note and comment row,
-  // "Clear the filters") takes its room from the chat, in view. A phone's page scrolls; its chat keeps
-  // its height.
-  var DESKTOP = 700, SHORTEST = 320, TALLEST = 900, BELOW = 16;  // px; BELOW: the page's own bottom padding
+  // The chat is as tall as the window leaves room for (style.css, --rl-chat-height): the page fits, so it
+  // cannot creep down, and what appears under the box (a vote's note and comment row, "Clear the
+  // filters") takes its room from the chat, in view; on a phone too, where the box was below the fold on
+  // first open and a vote's note below it (issue 36). A phone's chat keeps a shorter least height.
+  var DESKTOP = 700, SHORTEST = 320, PHONE_SHORTEST = 240, TALLEST = 900, BELOW = 16;  // px; BELOW: the page's bottom padding
   function fitChat() {
     var chat = document.querySelector("#rl-chat"), root = document.documentElement;
     var column = chat && chat.closest(".column");
     if (!column) return;
-    if (window.innerWidth < DESKTOP) { root.style.removeProperty("--rl-chat-height"); return; }
+    var least = window.innerWidth < DESKTOP ? PHONE_SHORTEST : SHORTEST;
     var bottom = 0;  // of the page's content (its container stretches to the window)
     for (var i = 0; i < column.children.length; i++) {
       var box = column.children[i].getBoundingClientRect();
       if (box.height > 0) bottom = Math.max(bottom, box.bottom + window.scrollY);
     }
     var now = chat.getBoundingClientRect().height;
-    var want = Math.round(Math.max(SHORTEST, Math.min(TALLEST, now + window.innerHeight - BELOW - bottom)));
+    var want = Math.round(Math.max(least, Math.min(TALLEST, now + window.innerHeight - BELOW - bottom)));
     if (Math.abs(want - now) >= 1) root.style.setProperty("--rl-chat-height", want + "px");
+  }
+  // What an action shows under the box (a vote's note, its comment row, "Clear the filters") is brought
+  // into view when it appears, where the chat's least height left it below the fold.
+  var SHOWN_BY_ACTIONS = ["#rl-status", "#rl-comment-row", "#rl-clear-filters"], shown = {};
+  function showChanges() {
+    SHOWN_BY_ACTIONS.forEach(function (sel) {
+      var el = document.querySelector(sel), box = el && el.getBoundingClientRect();
+      var now = !!box && box.height > 0 && el.offsetParent !== null;
+      if (now && !shown[sel] && (box.bottom > window.innerHeight || box.top < 0)) el.scrollIntoView({block: "nearest"});
+      shown[sel] = now;
+    });
   }
   // The box takes focus once it is there, without scrolling the page, unless the reader has already
   // put it elsewhere; not on a phone, where focus opens the keyboard.
@@ -131,7 +142,7 @@
   new MutationObserver(function () {
     showNewAnswer();
     focusBox();
-    if (!fitting) fitting = requestAnimationFrame(function () { fitting = 0; fitPastes(); fitChat(); });
+    if (!fitting) fitting = requestAnimationFrame(function () { fitting = 0; fitPastes(); fitChat(); showChanges(); });
   }).observe(document.documentElement, {subtree: true, childList: true, attributes: true,
                                         attributeFilter: ["style", "class"]});
   window.addEventListener("resize", function () { fitPastes(); fitChat(); });
