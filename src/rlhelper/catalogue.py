@@ -152,6 +152,12 @@ WORDS: dict[str, dict[str, str]] = {
     "notice.follow_up_none_in": {"en": "Read as a follow-up to your previous question (“{head}”): {framework}'s docs have "
                                        "no entry on it.",
                                  "zh": "已作为对你上一个问题（“{head}”）的追问来理解：{framework} 的文档中没有相关条目。"},
+    # the question before was answered elsewhere and this framework's nearest entries are listed under it:
+    # "no entry on it" above a list holding "Reward Collapse" for "reward is always 0" misled (issue 36)
+    "notice.follow_up_near_in": {"en": "Read as a follow-up to your previous question (“{head}”): {framework}'s docs "
+                                       "have no entry that surely answers it; the nearest are listed below.",
+                                 "zh": "已作为对你上一个问题（“{head}”）的追问来理解：{framework} 的文档中没有能确定回答它的"
+                                       "条目，下面列出最接近的几条。"},
     "notice.outside_filters": {"en": "Nothing matches within your filters, but outside them “{heading}” ({framework}, "
                                      "{collection}) does: clear the filters to see it.",
                                "zh": "在你的筛选条件内没有匹配的条目，但筛选范围外的“{heading}”（{framework}，{collection}）匹配：清除筛选"

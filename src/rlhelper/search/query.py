@@ -71,6 +71,9 @@ class NormalizedQuery:
     # The phase of an RL step the traceback failed in (phase.py): "training", "generation",
     # "weight sync", "checkpoint", or "" when its frames do not say.
     phase: str = ""
+    # The phase was said before in the conversation (a follow-up's question named it): held as firmly as
+    # a traceback's frames, so an entry about another phase is held back (phase.py, phase_factors).
+    phase_held: bool = False
 
 
 # --- character-level cleaning -------------------------------------------------
