@@ -132,3 +132,36 @@ def test_a_phone_shows_a_pasted_logs_first_line_clear_of_the_clear_icon(phone, s
     assert shown["paneTop"] >= clear["y"] + clear["height"] - 1, \
         f"the pane's lines scroll under Clear ({clear}): {shown}"
     assert shown["line"] < shown["paneTop"] or shown["line"] >= clear["y"] + clear["height"] - 1, shown
+
+
+# -- point 5: over the input limit ------------------------------------------------------------------
+
+OVER_LIMIT = (LOG_LINE.format(i=7) + "\n") * (2_000_100 // (len(LOG_LINE.format(i=7)) + 1) + 1)
+
+
+@pytest.fixture(params=["en-US", "zh-CN"])
+def desktop_in(request, browser):
+    yield from sized_page(browser, 1280, 900, request.param)
+
+
+def test_a_message_over_the_limit_is_kept_with_the_conversation_and_the_limit_said(desktop_in, seeds_url):
+    """Issue 36, point 5: the box keeps the text, the chat keeps its conversation (no red "Error" in
+    its place, no toast), and the note under the box says the limit in the page's language."""
+    page = desktop_in
+    page.goto(seeds_url)
+    ask_and_wait(page, QUESTION)
+    assert len(OVER_LIMIT) > 2_000_000
+    box = page.locator("#rl-input textarea")
+    # set as a paste sets it (Playwright's fill types 2 MB for minutes)
+    box.evaluate("(el, text) => { el.value = text; el.dispatchEvent(new Event('input', {bubbles: true})); }", OVER_LIMIT)
+    box.press("Enter")
+    page.locator("#rl-status").get_by_text("2,000,000").wait_for(timeout=10_000)
+    page.wait_for_timeout(1_500)  # a refusal from the server would have come by now
+    note = page.locator("#rl-status").inner_text()
+    chinese = page.evaluate("navigator.language").startswith("zh")
+    assert ("上限" in note) if chinese else ("limit" in note), note
+    assert f"{len(OVER_LIMIT):,}" in note, note
+    assert len(box.input_value()) == len(OVER_LIMIT)  # the text is still there
+    assert page.locator("#rl-chat [data-testid='user']").count() == 1  # nothing new asked
+    assert page.locator("#rl-chat .rl-sources").count() >= 1  # the conversation is still shown
+    assert page.locator(".toast-body, #rl-chat .error").count() == 0, "an error replaced the chat or a toast came"

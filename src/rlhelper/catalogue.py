@@ -95,6 +95,11 @@ WORDS: dict[str, dict[str, str]] = {
     "answer.link": {"en": "Link to this question", "zh": "此问题的链接"},
     "answer.copy": {"en": "Copy", "zh": "复制"},
     "answer.copied": {"en": "Copied", "zh": "已复制"},
+    # said by the page's script when a message is over the limit: it is not sent and stays in the box
+    "script.too_long": {"en": "Not sent: the message is {n} characters long, over the limit of {most}. It is still in "
+                              "the box: keep the end of the log (the error and the lines before it) and send again.",
+                        "zh": "未发送：这条消息有 {n} 个字符，超过了 {most} 的上限。它仍在输入框中：保留日志的末尾"
+                              "（错误及其前面的几行）后再发送。"},
     "answer.copy_title": {"en": "Copy to clipboard", "zh": "复制到剪贴板"},
     "answer.cannot": {"en": "Cannot answer:", "zh": "无法回答："},
     "error.out_of_time": {"en": "rlhelper stopped working on this answer after {budget:g} s, the time one answer may "
