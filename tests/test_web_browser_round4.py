@@ -165,3 +165,44 @@ def test_a_message_over_the_limit_is_kept_with_the_conversation_and_the_limit_sa
     assert page.locator("#rl-chat [data-testid='user']").count() == 1  # nothing new asked
     assert page.locator("#rl-chat .rl-sources").count() >= 1  # the conversation is still shown
     assert page.locator(".toast-body, #rl-chat .error").count() == 0, "an error replaced the chat or a toast came"
+
+
+# -- point 6: keyboard and focus --------------------------------------------------------------------
+
+FOCUSED_IN_BOX = "() => !!document.activeElement && !!document.activeElement.closest('#rl-input')"
+
+
+@pytest.fixture
+def desktop(browser):
+    yield from sized_page(browser, 1280, 900)
+
+
+def focus_returns_to_the_box(page) -> bool:
+    try:
+        page.wait_for_function(FOCUSED_IN_BOX, timeout=5_000)
+    except Exception:  # playwright's TimeoutError: it stayed elsewhere
+        return False
+    return True
+
+
+def test_an_example_or_clear_gives_the_focus_back_to_the_box(desktop, seeds_url):
+    """Issue 36, point 6: after an example or Clear, typing goes to the box, not to the page's body."""
+    page = desktop
+    page.goto(seeds_url)
+    page.locator("#rl-chat button.example").first.click()
+    page.locator(".rl-answer .rl-sources").first.wait_for()
+    assert focus_returns_to_the_box(page), page.evaluate("document.activeElement.outerHTML.slice(0, 80)")
+    page.locator("#rl-chat button[aria-label='Clear']").click()
+    page.locator("#rl-chat button.example").first.wait_for()
+    assert focus_returns_to_the_box(page), page.evaluate("document.activeElement.outerHTML.slice(0, 80)")
+
+
+def test_tabbing_past_a_filter_closes_its_list(desktop, seeds_url):
+    page = desktop
+    page.goto(seeds_url)
+    page.locator("#rl-framework input").click()
+    page.locator("#rl-framework [role=listbox]").wait_for()
+    page.keyboard.press("Tab")  # to the other filter
+    page.keyboard.press("Tab")  # and past it, into the chat
+    page.wait_for_timeout(300)
+    assert page.locator("#rl-filters [role=listbox]").count() == 0, "a filter's option list stays open over the chat"

@@ -138,6 +138,24 @@
       if (fits > 0) pre.style.maxHeight = fits * row + "px";
     });
   }
+  // Keyboard and focus (issue 36): an example or Clear gives the focus back to the box (it fell to the
+  // page's body, so typing went nowhere); tabbing out of a filter closes its option list, which stayed
+  // open over the chat.
+  document.addEventListener("click", function (ev) {
+    var hit = ev.target && ev.target.closest && ev.target.closest("#rl-chat button.example, #rl-chat button[aria-label='Clear']");
+    if (!hit || window.innerWidth < DESKTOP) return;  // a phone: focus would open its keyboard
+    setTimeout(function () {  // after the chat redrew without the button
+      var box = document.querySelector("#rl-input textarea"), now = document.activeElement;
+      if (box && (!now || now === document.body || !now.isConnected || now.closest("#rl-chat"))) box.focus({preventScroll: true});
+    }, 0);
+  }, true);
+  document.addEventListener("focusout", function (ev) {
+    var filter = ev.target && ev.target.closest && ev.target.closest("#rl-framework, #rl-collection");
+    if (!filter || (ev.relatedTarget && filter.contains(ev.relatedTarget))) return;
+    if (filter.querySelector("[role=listbox]")) {
+      ev.target.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+    }
+  }, true);
   var fitting = 0;
   new MutationObserver(function () {
     showNewAnswer();
