@@ -206,3 +206,57 @@ def test_tabbing_past_a_filter_closes_its_list(desktop, seeds_url):
     page.keyboard.press("Tab")  # and past it, into the chat
     page.wait_for_timeout(300)
     assert page.locator("#rl-filters [role=listbox]").count() == 0, "a filter's option list stays open over the chat"
+
+
+# -- point 7: small ones ----------------------------------------------------------------------------
+
+@pytest.fixture
+def chinese_desktop(browser):
+    yield from sized_page(browser, 1280, 900, "zh-CN")
+
+
+def test_a_chinese_page_labels_its_tab_messages_and_thumbs_in_chinese(chinese_desktop, seeds_url):
+    """Issue 36, point 7: the tab's title, the screen-reader labels of the messages and a voted thumb's
+    title and label were English on a zh-CN page."""
+    from rlhelper.index.lexical import has_han
+
+    page = chinese_desktop
+    page.goto(seeds_url)
+    ask_and_wait(page, "weight sync 超时怎么办？")
+    labels = page.evaluate("""() => [...document.querySelectorAll('#rl-chat [data-testid=user], #rl-chat [data-testid=bot]')]
+        .map(e => e.getAttribute('aria-label').slice(0, 12))""")
+    assert labels and not any(label.startswith(("Answer:", "Your message:")) for label in labels), labels
+    page.locator("#rl-chat .message-buttons button").first.click()  # the thumb up under the answer
+    page.locator("#rl-comment").wait_for(state="visible")
+    page.wait_for_timeout(300)
+    thumbs = page.evaluate("""() => [...document.querySelectorAll('#rl-chat .message-buttons button')]
+        .map(b => [b.getAttribute('aria-label'), b.getAttribute('title')])""")
+    assert thumbs and all(has_han(label or "") for label, _ in thumbs), thumbs
+    assert all(title is None or has_han(title) for _, title in thumbs), thumbs
+    assert has_han(page.title()), page.title()
+
+
+def test_dark_mode_keeps_a_code_blocks_frame(browser, seeds_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    page = context.new_page()
+    try:
+        page.goto(seeds_url)
+        ask_and_wait(page, "vLLM rollout runs out of GPU memory during generation")
+        frame = page.evaluate("""() => { const pre = document.querySelector('.rl-code pre'), s = getComputedStyle(pre);
+            return {dark: !!document.querySelector('.dark'), width: parseFloat(s.borderTopWidth), style: s.borderTopStyle}; }""")
+        assert frame["dark"], "the page did not take the dark theme"
+        assert frame["width"] >= 1 and frame["style"] != "none", f"a code block has no frame in dark mode: {frame}"
+    finally:
+        context.close()
+
+
+def test_the_controls_notice_counts_every_nul_of_a_long_paste(desktop, seeds_url):
+    """Issue 36, point 7: 50,000 NULs read "Removed 10,527 control characters" (those of the tail searched)."""
+    page = desktop
+    page.goto(seeds_url)
+    raw = "step 3 loss=0.1\x00 reward=0.0\n" * 50_000 + "RuntimeError: CUDA error: an illegal memory access"
+    box = page.locator("#rl-input textarea")
+    box.evaluate("(el, text) => { el.value = text; el.dispatchEvent(new Event('input', {bubbles: true})); }", raw)
+    box.press("Enter")
+    page.locator(".rl-answer .rl-notices").first.wait_for()
+    assert "Removed 50,000 control characters" in page.locator(".rl-answer .rl-notices").first.inner_text()

@@ -95,6 +95,15 @@ WORDS: dict[str, dict[str, str]] = {
     "answer.link": {"en": "Link to this question", "zh": "此问题的链接"},
     "answer.copy": {"en": "Copy", "zh": "复制"},
     "answer.copied": {"en": "Copied", "zh": "已复制"},
+    # the page's script's labels: the tab's title, the chat messages' screen-reader labels and the thumbs'
+    # (Gradio writes these in English whatever the page's language)
+    "script.title": {"en": "rlhelper — RL training troubleshooting", "zh": "rlhelper — RL 训练排障助手"},
+    "script.answer_label": {"en": "Answer: ", "zh": "回答："},
+    "script.message_label": {"en": "Your message: ", "zh": "你的消息："},
+    "script.Like": {"en": "Like", "zh": "有帮助"},
+    "script.Liked": {"en": "Liked", "zh": "已标为有帮助"},
+    "script.Dislike": {"en": "Dislike", "zh": "没帮助"},
+    "script.Disliked": {"en": "Disliked", "zh": "已标为没帮助"},
     # said by the page's script when a message is over the limit: it is not sent and stays in the box
     "script.too_long": {"en": "Not sent: the message is {n} characters long, over the limit of {most}. It is still in "
                               "the box: keep the end of the log (the error and the lines before it) and send again.",

@@ -436,6 +436,8 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
     scanned = _tail(raw, MAX_SCAN_CHARS)
     frameworks = detect_frameworks(raw if scanned is raw else raw[:HEAD_HINT_CHARS] + "\n" + scanned)
     text, removed = _clean_characters(scanned)
+    if removed and scanned is not raw:  # said of the whole message: 50,000 NULs read "10,527" counting the tail
+        removed = len(_CONTROL.findall(_ANSI.sub("", raw).replace("\r\n", "\n")))
     notices = [Phrase("notice.controls_removed", n=removed, s=plural(removed))] if removed else []
     lines = text.split("\n")
     scanned_lines = lines[-MAX_SCAN_LINES:]

@@ -5,7 +5,9 @@
 (function () {
   // The browser's language, as Gradio's i18n reads it: the page's texts written in both languages
   // (web/app.py, in_both) show the one it picks (style.css).
-  document.documentElement.setAttribute("data-rl-lang", /^zh\b/i.test(navigator.language || "") ? "zh" : "en");
+  var LANG = /^zh\b/i.test(navigator.language || "") ? "zh" : "en";
+  document.documentElement.setAttribute("data-rl-lang", LANG);
+  var SAID = (window.RL_WORDS || {})[LANG] || {};  // the page's words the script says (web/server.py)
   function fallbackCopy(text) {
     var ta = document.createElement("textarea");
     ta.value = text; ta.style.position = "fixed"; ta.style.opacity = "0";
@@ -35,8 +37,16 @@
   }, true);
   // Gradio labels each chat message with its raw HTML ("bot's message: <div class=...");
   // a screen reader would read the markup. Label it with its text instead.
-  var WHO = {bot: "Answer: ", user: "Your message: "};
+  // In the page's language, as are the tab's title and the thumbs' labels (Gradio writes them in English).
+  var WHO = {bot: SAID.answer_label || "Answer: ", user: SAID.message_label || "Your message: "};
+  var THUMB_LABELS = ["Like", "Liked", "Dislike", "Disliked"];
   function relabel(el) {
+    var thumb = el.tagName === "BUTTON" && THUMB_LABELS.indexOf(el.getAttribute("aria-label")) >= 0;
+    if (thumb && SAID[el.getAttribute("aria-label")] && LANG !== "en") {
+      var said = SAID[el.getAttribute("aria-label")];
+      el.setAttribute("title", said); el.setAttribute("aria-label", said);
+      return;
+    }
     var who = WHO[el.getAttribute("data-testid")];
     if (!who) return;
     var text = who + (el.innerText || el.textContent || "").replace(/\s+/g, " ").trim();
@@ -169,9 +179,10 @@
       var root = change.target;
       if (root.nodeType !== 1) root = root.parentElement;
       if (!root) return;
-      var el = root.closest && root.closest("[data-testid][aria-label]");
+      var el = root.closest && root.closest("[data-testid][aria-label], button[aria-label]");
       if (el) relabel(el);
-      if (root.querySelectorAll) root.querySelectorAll("[data-testid][aria-label]").forEach(relabel);
+      if (root.querySelectorAll) root.querySelectorAll("[data-testid][aria-label], #rl-chat button[aria-label]").forEach(relabel);
+      if (SAID.title && document.title !== SAID.title) document.title = SAID.title;
     });
   }).observe(document.documentElement, {subtree: true, childList: true, characterData: true,
                                         attributes: true, attributeFilter: ["aria-label"]});

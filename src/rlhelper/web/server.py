@@ -59,7 +59,9 @@ def _script_words() -> str:
     """The catalogue's words the page's script says itself (a copy button's "Copied"), by language: the
     chat's sanitiser drops data- attributes, so they cannot ride on the button."""
     most = f"{MAX_MESSAGE_CHARS:,}"
-    words = {lang: {"copied": say("answer.copied", lang), "too_long": say("script.too_long", lang, n="{n}", most=most)}
+    labels = ("title", "answer_label", "message_label", "Like", "Liked", "Dislike", "Disliked")
+    words = {lang: {"copied": say("answer.copied", lang), "too_long": say("script.too_long", lang, n="{n}", most=most),
+                    **{label: say(f"script.{label}", lang) for label in labels}}
              for lang in LANGS}
     return f"window.RL_WORDS = {json.dumps(words, ensure_ascii=False)};\n"
 
