@@ -20,12 +20,17 @@ LOG_LINE = ("(TaskRunner pid=2231, ip=10.0.0.{i}) step:{i} - actor/pg_loss:0.{i:
 LOG = "\n".join(LOG_LINE.format(i=i) for i in range(1000))
 
 
-@pytest.fixture(scope="module")
-def seeds_url(seeds_index, tmp_path_factory):
-    app, url = web_server.start(Helper.load(index=seeds_index), port=loadtest.free_port(),
+def serving(index, tmp_path_factory):
+    """The chat over `index` until the module's tests are done."""
+    app, url = web_server.start(Helper.load(index=index), port=loadtest.free_port(),
                                 feedback_db=tmp_path_factory.mktemp("fb") / "feedback.sqlite3")
     yield url
     app.close()
+
+
+@pytest.fixture(scope="module")
+def seeds_url(seeds_index, tmp_path_factory):
+    yield from serving(seeds_index, tmp_path_factory)
 
 
 @pytest.fixture(params=WIDTHS, ids=lambda size: f"{size[0]}x{size[1]}")
@@ -260,3 +265,33 @@ def test_the_controls_notice_counts_every_nul_of_a_long_paste(desktop, seeds_url
     box.press("Enter")
     page.locator(".rl-answer .rl-notices").first.wait_for()
     assert "Removed 50,000 control characters" in page.locator(".rl-answer .rl-notices").first.inner_text()
+
+
+# -- point 4: links and names -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def full_url(full_index, tmp_path_factory):
+    """Seeds and official docs (slime's Q&A page among them: thirteen questions in one list under one heading)."""
+    yield from serving(full_index, tmp_path_factory)
+
+
+def test_a_faq_question_links_to_itself_and_its_page_is_named_by_its_title(desktop, full_url):
+    """Issue 36, point 4: a slime Q&A lead linked the page's #faq, and its row named the page twice, by
+    repository path and by local path ("File slime/qa.md, lines 9-20")."""
+    page = desktop
+    page.goto(full_url)
+    ask_and_wait(page, "Why is my task stuck on the Ray submission page?")
+    row = page.locator(".rl-sources .rl-cite").first
+    href = row.locator(".rl-cite-link").get_attribute("href")
+    start = page.evaluate("""() => document.querySelector('.rl-sources .rl-file').textContent""")
+    assert "#faq" not in href and "?plain=1#L9" in href, href  # the question's own line
+    assert "slime/qa.md" not in start and "“" in start, start  # by its title
+
+
+def test_the_chinese_page_does_not_call_a_frameworks_own_faq_a_community_guide(chinese_desktop, seeds_url):
+    page = chinese_desktop
+    page.goto(seeds_url)
+    ask_and_wait(page, "Gloo 超时，Global rank x is not part of group")
+    row = page.locator(".rl-sources .rl-cite").first
+    assert "RLinf/RLinf" in row.inner_text()
+    assert row.locator(".rl-coll").inner_text() != "社区指南"

@@ -46,10 +46,14 @@ WORDS: dict[str, dict[str, str]] = {
     "list.and": {"en": " and ", "zh": "和"},
     "punct.colon": {"en": ": ", "zh": "："},
     # what a collection holds: its name beside a source, its note on hover, its words in the header
-    "collection.seeds.name": {"en": "seeds", "zh": "社区指南"},
-    "collection.seeds.note": {"en": "Seed guides: troubleshooting pages gathered from community repositories and captures",
-                              "zh": "社区指南：从社区仓库和网页存档收集的排障页面"},
-    "collection.seeds.words": {"en": "seed guides (community troubleshooting pages)", "zh": "社区指南（社区排障页面）"},
+    # Seeds are gathered from the frameworks' own repositories (RLinf's Chinese FAQ, verl's FAQ) as well as the
+    # community's: "社区指南" (community guides) misnamed RLinf's own FAQ (issue 36).
+    "collection.seeds.name": {"en": "seeds", "zh": "种子指南"},
+    "collection.seeds.note": {"en": "Seed guides: troubleshooting pages gathered from the frameworks' and community "
+                                    "repositories and captures",
+                              "zh": "种子指南：从各框架和社区的仓库及网页存档收集的排障页面"},
+    "collection.seeds.words": {"en": "seed guides (troubleshooting pages gathered from repositories)",
+                               "zh": "种子指南（收集的排障页面）"},
     "collection.official.name": {"en": "official", "zh": "官方文档"},
     "collection.official.note": {"en": "Official docs: pages copied from the frameworks' own repositories",
                                  "zh": "官方文档：从各框架自己的仓库复制的页面"},

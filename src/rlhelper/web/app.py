@@ -84,7 +84,7 @@ def in_both(html_in) -> str:
 
 
 def _collections_in_words(names: list[str], lang: str) -> str:
-    """"seed guides (community troubleshooting pages) and official docs (...)"; yours by their names."""
+    """"seed guides (troubleshooting pages gathered from repositories) and official docs (...)"; yours by their names."""
     words = [say(f"collection.{n}.words", lang) if f"collection.{n}.words" in WORDS else n for n in names]
     if len(words) < 2:
         return "".join(words)
