@@ -96,7 +96,7 @@ def test_ask_prints_the_answer_and_numbered_sources(seeds_index, via):
     # a person reads the title and heading, then where it lives upstream and what "seeds" are; file and lines last
     assert first[0] == f"[1] {SKYRL_TITLE} › {WAKE_UP_HEADING}"
     assert first[1] == "    ai-blaise/SkyRL · skyrl-train/docs/TROUBLESHOOTING.md  (Seed guides: troubleshooting pages " \
-                       "gathered from community repositories and captures)"
+                       "gathered from the frameworks' and community repositories and captures)"
     assert re.match(rf"^    “{re.escape(SKYRL_TITLE)}”, lines \d+–\d+  https://github\.com/\S+#error-runtimeerror-wake_up",
                     first[2])  # a seed by its title, not its storage name (issue 29, point 3)
     # the runners-up the answer does not quote, as in the web chat

@@ -28,9 +28,11 @@ def test_cues(message, cued):
 
 
 def test_read_with_swaps_the_framework_or_engine_the_message_names():
+    # the cue ("what about", "and") is the conversation's, not the problem's: it is not searched
     assert followup.read_with("what about slime?", "SkyRL weight sync timed out with sglang") == \
-        "weight sync timed out with sglang\nwhat about slime?"
-    assert followup.read_with("and with vllm?", "skyrl OOM under SGLang") == "skyrl OOM under\nand with vllm?"
+        "weight sync timed out with sglang\nslime?"
+    assert followup.read_with("and with vllm?", "skyrl OOM under SGLang") == "skyrl OOM under\nwith vllm?"
+    assert followup.read_with("那 verl 呢？", "skyrl OOM") == "OOM\nverl"
     assert followup.read_with("on multiple nodes?", "verl OOM") == "verl OOM\non multiple nodes?"
     assert followup.framework_named("what about slime?") == "slime"
     assert followup.framework_named("verl or slime?") is None and followup.framework_named("and sglang?") is None
@@ -89,7 +91,8 @@ def test_a_follow_up_that_only_names_an_engine_is_the_question_moved_there(helpe
 
 def test_a_framework_whose_docs_do_not_answer_the_follow_up_says_so(helper):
     follow = helper.ask("what about verl?", previous=helper.ask(WEIGHT_SYNC))
-    assert follow.abstained and follow.notices[0].endswith(": verl's docs have no entry on it.")
+    assert follow.abstained and follow.notices[0].endswith(
+        ": verl's docs have no entry that surely answers it; the nearest are listed below.")
     assert all(hit.entry.framework == "verl" for hit in follow.hits)  # the related entries are verl's
 
 
@@ -183,3 +186,47 @@ def test_small_talk_between_questions_leaves_the_topic_and_a_new_question_stands
     assert previous.citations[0].heading == "Error: Weight sync timed out"
     new = helper.ask("CUDA out of memory during rollout", previous=previous)
     assert new.follow_up_of is None and "out of memory" in new.citations[0].heading.lower()
+
+
+def test_a_heading_word_is_the_users_word_in_another_form():
+    assert followup.same_word("node", "node") and followup.same_word("multiple", "multi")
+    assert not followup.same_word("on", "one") and not followup.same_word("fail", "failure")
+
+
+# -- issue 36, point 3: follow-ups that misled ---------------------------------------------------
+
+ROLLOUT_OOM = "vLLM rollout CUDA out of memory during generation"
+
+
+@pytest.mark.parametrize("message", ["what about slime?", "slime 呢？"])
+def test_a_follow_up_moved_to_another_framework_keeps_the_phase_of_the_question(helper, message):
+    """A rollout OOM, then "what about slime?": slime's rollout-side OOM (colocated mode), not its
+    training OOM."""
+    follow = helper.ask(message, previous=helper.ask(ROLLOUT_OOM))
+    assert follow.follow_up_of == ROLLOUT_OOM
+    heads = [hit.entry.heading for hit in follow.hits]
+    assert heads[0] != "Issue: OOM During Training", heads
+    assert "Issue: OOM in Colocated Mode" in heads[:2], heads
+    assert heads[0] == "Issue: OOM in Colocated Mode" or follow.abstained or follow.weak_match  # not a sure lead
+
+
+def test_a_follow_up_naming_the_framework_of_the_answer_before_stays_in_it(helper):
+    follow = helper.ask("what about slime?", previous=helper.ask("slime OOM during training"))
+    assert follow.follow_up_of and {hit.entry.framework for hit in follow.hits} == {"slime"}
+
+
+def test_a_detail_added_after_a_long_question_finds_its_entry(helper):
+    first = helper.ask("Weight sync timed out between the trainer and the inference engines. How do I fix it?")
+    follow = helper.ask("on multiple nodes?", previous=first)
+    assert follow.follow_up_of == first.normalized_query
+    assert follow.hits[0].entry.heading == "Issue: Weight Sync Failures in Multi-Node"
+
+
+def test_a_follow_up_whose_framework_has_only_near_entries_does_not_say_it_has_none(helper):
+    """"reward is always 0", then "what about slime?": slime's "Reward Collapse" is listed under the
+    answer, so "slime's docs have no entry on it" above it misled."""
+    follow = helper.ask("what about slime?", previous=helper.ask("reward is always 0"))
+    assert "Issue: Reward Collapse" in [hit.entry.heading for hit in follow.hits]
+    if follow.abstained:
+        assert follow.notices[0].endswith("slime's docs have no entry that surely answers it; the nearest are listed "
+                                          "below."), follow.notices[0]

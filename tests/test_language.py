@@ -67,7 +67,7 @@ def test_a_chinese_question_hears_only_chinese_from_rlhelper_on_the_page():
     for english in OUR_ENGLISH:
         assert english not in words, english
     for chinese in ("检测到粘贴的日志", "匹配较弱", "匹配的问题：训练时显存不足怎么办", "另见于 第 446 行", "另有英文版",
-                    "此问题的链接", "社区指南", "上游来源不明", "“verl 排障指南” 第 10–20 行"):
+                    "此问题的链接", "种子指南", "上游来源不明", "“verl 排障指南” 第 10–20 行"):
         assert chinese in words, chinese
     assert "批太大" in words and "ppo_micro_batch_size" in words  # the quoted doc text stays as written
 

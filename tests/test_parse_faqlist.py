@@ -51,7 +51,8 @@ def test_slime_qa_gets_one_section_per_question_under_the_faq_heading():
     # The heading alone is left: a bare category heading, never an answer.
     assert (faq.breadcrumb, faq.line_start, faq.line_end, faq.answerable) == (["FAQ"], 1, 1, False)
     assert [(s.line_start, s.line_end) for s in questions] == SLIME_EN_RANGES
-    assert all(s.answerable and s.anchor == "faq" and len(s.breadcrumb) == 2 for s in questions)
+    # each question's anchor is its line: the page's own anchor (#faq) left the reader among thirteen (issue 36)
+    assert all(s.answerable and s.anchor == f"L{s.line_start}" and len(s.breadcrumb) == 2 for s in questions)
     assert questions[1].breadcrumb == ["FAQ", "Why is my task stuck on the Ray submission page?"]
     # Markup is removed as a reader sees it; the list number is dropped.
     assert questions[2].heading == (
@@ -80,7 +81,7 @@ def test_slime_zh_qa_items_all_numbered_one_with_full_width_question_marks():
     assert sections[0].breadcrumb == ["常见 Q&A"] and not sections[0].answerable
     questions = sections[1:]
     assert [(s.line_start, s.line_end) for s in questions] == SLIME_EN_RANGES
-    assert {s.anchor for s in questions} == {"常见-qa"}
+    assert all(s.anchor == f"L{s.line_start}" for s in questions)
     assert questions[1].breadcrumb == ["常见 Q&A", "为什么我的任务一直卡在 ray 提交的页面上？"]
     # Its nested "- " bullets sit at the item's content column: they stay inside.
     assert "`--colocate`" in questions[1].text
@@ -108,7 +109,7 @@ def test_slime_qa_entries_one_per_question_with_exact_ranges_and_the_page_anchor
     assert ray.breadcrumb == ["FAQ", "Why is my task stuck on the Ray submission page?"]
     assert (ray.line_start, ray.line_end) == (9, 20)
     assert ray.url == (
-        "https://github.com/THUDM/slime/blob/624b824a898ab0ec1fcb4d373004c7f3852bf515/docs/en/get_started/qa.md#faq"
+        "https://github.com/THUDM/slime/blob/624b824a898ab0ec1fcb4d373004c7f3852bf515/docs/en/get_started/qa.md?plain=1#L9"
     )
     lines = read_document(OFFICIAL / "slime/qa.md").split("\n")
     assert ray.text == "\n".join(lines[8:20])
@@ -119,7 +120,7 @@ def test_slime_zh_qa_entries_are_chinese_and_link_the_page_heading():
     questions = [e for e in entries if e.answerable]
     assert len(questions) == 13
     assert {e.lang for e in questions} == {"zh"}
-    assert {e.url.rsplit("#", 1)[1] for e in questions} == {"常见-qa"}
+    assert all(e.url.endswith(f"?plain=1#L{e.line_start}") for e in questions)
 
 
 def test_a_question_over_the_budget_is_split_by_the_budget_rule():
@@ -174,7 +175,8 @@ def test_the_next_heading_closes_the_questions_at_any_level():
         ["Guide"], ["Guide", "FAQ"], ["Guide", "FAQ", "Why A?"], ["Guide", "FAQ", "Why B?"],
         ["Guide", "FAQ", "Deeper"], ["Guide", "Other"],
     ]
-    assert [s.anchor for s in sections] == ["guide", "faq", "faq", "faq", "deeper", "other"]
+    assert [s.anchor for s in sections] == ["guide", "faq", f"L{sections[2].line_start}", f"L{sections[3].line_start}",
+                                            "deeper", "other"]
 
 
 def test_an_html_comment_between_questions_is_invisible_and_keeps_the_list():
@@ -262,7 +264,7 @@ def test_rst_enumerated_faq_list_splits_under_the_title_anchor():
         ["Common Questions"], ["Common Questions", "Why is ray stuck?"], ["Common Questions", "How do I resume?"],
     ]
     assert [(s.line_start, s.line_end, s.anchor) for s in sections] == [
-        (1, 1, "common-questions"), (4, 8, "common-questions"), (10, 12, "common-questions"),
+        (1, 1, "common-questions"), (4, 8, "L4"), (10, 12, "L10"),
     ]
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlhelper.search import query
 from rlhelper.search.frameworks import detect_frameworks
 from rlhelper.search.query import NormalizedQuery, is_binary, normalize_query
 
@@ -310,6 +311,15 @@ def test_very_long_error_line_is_clipped():
 
 
 # --- control characters and binary ----------------------------------------------------
+
+
+def test_the_controls_removed_are_counted_over_the_whole_message_not_the_tail_searched():
+    """Issue 36, point 7: 50,000 NULs through a long log were reported as "Removed 10,527"
+    (those in the tail that is searched)."""
+    raw = "step 3 loss=0.1\x00 reward=0.0\n" * 50_000 + "RuntimeError: CUDA error: an illegal memory access"
+    assert len(raw) > query.MAX_SCAN_CHARS
+    notices = [str(n) for n in query.normalize_query(raw).notices]
+    assert "Removed 50,000 control characters from the query." in notices, notices
 
 
 def test_control_and_bidi_characters_are_removed_with_a_notice():

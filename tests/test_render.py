@@ -208,7 +208,7 @@ def test_answer_html_has_numbered_sources_with_expandable_entries():
     assert '<span class="rl-num">1</span>' in html
     assert 'href="https://github.com/o/r/blob/main/f.md#x"' in html
     assert "Guide <span class=\"rl-sep\">›</span> Errors <span class=\"rl-sep\">›</span> Weight sync" in html  # a short heading
-    assert "File guide.md, lines 10–20" in html
+    assert "Lines 10–20 of “Guide”" in html and "guide.md" not in html.split("rl-file")[1][:80]  # by its title (issue 36)
     assert "<details" in html and "Show the whole entry" in html
     assert '<code class="language-yaml">' in html
 
@@ -278,7 +278,8 @@ def test_a_source_is_named_by_title_heading_and_upstream_with_file_and_lines_in_
     assert 'title="slime-rl-training (SkillHub capture) › slime: LLM Post-Training › Skill Companion Files' in head
     location = html.split('class="rl-loc">')[1].split("<details")[0]
     assert location.startswith("acme/skills · docs/slime/references/trouble.md · ")
-    assert 'title="Seed guides: troubleshooting pages gathered from community repositories and captures">seeds<' in location
+    assert 'title="Seed guides: troubleshooting pages gathered from the frameworks&#x27; and community repositories and ' \
+        'captures">seeds<' in location
     assert "002_bd1aab8bc1bcc176" not in location
     details = html.split("<details")[1]
     assert "Lines 10–20 of “slime-rl-training (SkillHub capture)”" in details
@@ -335,7 +336,7 @@ def test_a_chinese_question_gets_chinese_labels_and_an_english_one_english():
                       abstained=False)
     assert "**原因** [1]" in zh.text and "**解决方法** [1]" in zh.text and "**Cause**" not in zh.text
     html = render.answer_html(zh, entry_for=lambda _: e)
-    for chinese in ("来源", "查看完整条目", "其他相关条目", ">复制<", "文件 guide.md，第 10–20 行"):
+    for chinese in ("来源", "查看完整条目", "其他相关条目", ">复制<", "“Guide” 第 10–20 行"):
         assert chinese in html, chinese
     assert "Show the whole entry" not in html and ">Sources<" not in html
     assert "slow net." in html  # the quoted doc text stays as written

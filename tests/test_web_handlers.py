@@ -75,7 +75,7 @@ def test_a_follow_up_in_the_same_chat_is_read_with_the_last_question(helper):
     assert "Read as a follow-up to your previous question" in html and "in slime&#x27;s docs" in html
     assert "Issue: Weight Sync Timeout" in html
     voted = session["answers"][len(steps[-1]) - 1]["query"]  # what a vote records: the two read together
-    assert voted.startswith(WEIGHT_SYNC) and voted.endswith("what about slime?")
+    assert voted.startswith(WEIGHT_SYNC) and voted.endswith(" slime?")  # the cue ("what about") is not searched
     assert web_session.new_session()["previous"] is None  # the bin icon clears it with the chat
     steps, _ = run(helper, "what about slime?")  # a new chat: searched on its own
     assert "Read as a follow-up" not in final_html(steps)
@@ -148,7 +148,7 @@ def test_each_question_links_to_itself_with_its_filters(helper):
     # A follow-up links to what was searched, which stands on its own.
     steps, _ = run(helper, "and on multiple nodes?", framework="slime", session=session, history=steps[-1])
     question = parse_qs(link_under(steps).removeprefix("?"))["q"][0]
-    assert question.startswith(WEIGHT_SYNC) and question.endswith("and on multiple nodes?")
+    assert question.startswith(WEIGHT_SYNC) and question.endswith(" on multiple nodes?")  # without its cue ("and")
     # A whole log is too long for a link: it links to the lines that were searched.
     log = "".join(f"2025-03-01 12:00:{i % 60:02d} INFO step {i} reward=0.1\n" for i in range(300))
     steps, _ = run(helper, log + "ERROR RuntimeError: wake_up timed out after 60s\n")

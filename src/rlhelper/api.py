@@ -29,12 +29,15 @@ from .answer.model import Answer
 from .catalogue import Phrase
 from .errors import ConfigError, QueryError
 from .schema import Entry, Hit
-from .search import followup
+from .search import followup, phase
 from .search.judge import default_mode
 from .search.retrieve import MODES, Retrieval, Retriever
 
 if TYPE_CHECKING:
     from .answer.llm import LLMSettings, LLMStream
+
+
+DETAIL_WITHIN = 3  # a follow-up's detail is looked for among the first hits of its reading (_read_as_follow_up)
 
 
 class Helper:
@@ -126,13 +129,13 @@ class Helper:
     # -- searching -----------------------------------------------------------------
 
     def retrieve(self, query: str, k: int = 10, *, framework=None, collection=None, lang=None,
-                 mode: str | None = None, exclude=(), own_votes=None) -> Retrieval:
+                 mode: str | None = None, exclude=(), own_votes=None, held_phase: str | None = None) -> Retrieval:
         """Full search result: hits, normalised query, truncation, abstention and its confidence.
         `exclude`: entry ids whose sections to leave out. `own_votes`: one web visitor's votes
         (questions.Learned, web/visitors.py), applied for this search alone."""
         filters = self.filters(framework=framework, collection=collection, lang=lang)
         return self.retriever.search(query, k=k, mode=mode or self.mode, exclude=exclude, own_votes=own_votes,
-                                     **filters)
+                                     held_phase=held_phase, **filters)
 
     def filters(self, *, framework=None, collection=None, lang=None) -> dict:
         """Filter values as the index spells them (any case accepted). A value the index does not
@@ -199,37 +202,52 @@ class Helper:
         and whether the message moved it to another framework ("what about slime?")."""
         moved_to = followup.framework_named(query)
         answered_in = set() if previous.abstained else {hit.entry.framework for hit in previous.hits[:1]}
-        if moved_to not in self.frameworks or search["framework"] or moved_to in answered_in:
+        if moved_to not in self.frameworks or search["framework"]:
             moved_to = None
         if moved_to:
-            search = {**search, "framework": moved_to}  # that framework's entries, not a boost
-        # What was quoted is no new answer, except when the previous answer was itself a follow-up (a
-        # guess at a moved question): an entry it quoted about what this message adds stays ("on
-        # multiple nodes?" after "what about slime?" quoted "Weight Sync Failures in Multi-Node").
-        quoted = {h.entry.id: h.entry for h in previous.hits}
+            # that framework's entries, not a boost; also when the answer before was already its
+            # ("what about slime?" after a slime lead asks for slime alone, and SkyRL's entries came)
+            search = {**search, "framework": moved_to}
+        stayed = moved_to in answered_in
+        # What was quoted is no new answer, except an entry about what this message adds that did not
+        # lead it: "on multiple nodes?" after a weight-sync answer that also quoted "Weight Sync Failures
+        # in Multi-Node" asks for that entry; and, after a follow-up (a guess at a moved question), its lead too.
+        quoted = {h.entry.id: h.entry for h in previous.hits[0 if previous.follow_up_of else 1:]}
         exclude = [c.entry_id for c in previous.citations
-                   if not (previous.follow_up_of and (e := quoted.get(c.entry_id)) and followup.in_heading(query, e))]
+                   if not ((e := quoted.get(c.entry_id)) and followup.in_heading(query, e))]
         searched = followup.read_with(query, previous.normalized_query, moved_to if previous.abstained else None)
         # The judge learnt single questions and reports, not a question glued to the message after it:
         # a conversation is read by the pipeline alone (hybrid).
         search = {**search, "mode": "hybrid" if search["mode"] == "judge" else search["mode"]}
-        answer = self._answer(searched, **search, exclude=exclude, users_filters=not moved_to)
+        # The phase the question before named ("rollout OOM") is the conversation's: "what about slime?"
+        # asks for slime's rollout OOM, not its training OOM (phase.py holds the other phase back).
+        said = phase.phase_asked(query) or followup.names_a_phase(query)
+        held = None if said else phase.phase_asked(previous.normalized_query)
+        answer = self._answer(searched, **search, exclude=exclude, users_filters=not moved_to, held_phase=held)
+        # A detail the message adds ("on multiple nodes?") is what is asked now: an entry about it among
+        # the first few leads, over entries that answer the question before again (its words dominate).
+        about = next((i for i, h in enumerate(answer.hits[:DETAIL_WITHIN]) if followup.in_heading(query, h.entry)), 0)
+        if not moved_to and about:
+            exclude = [*exclude, *(h.entry.id for h in answer.hits[:about])]
+            answer = self._answer(searched, **search, exclude=exclude, users_filters=True, held_phase=held)
         head = " ".join(previous.normalized_query.split())  # what was searched: a pasted log's error line
         head = head if len(head) <= 80 else head[:79] + "…"
         named = FRAMEWORK_NAMES.get(moved_to, moved_to)
-        if not moved_to:
+        if not moved_to or stayed:
             notice = Phrase("notice.follow_up", head=head)
         elif answer.abstained:  # that framework's docs have nothing: said, not left to "No matching entry"
-            notice = Phrase("notice.follow_up_none_in", head=head, framework=named)
+            near = answer.hits and not previous.abstained  # its nearest entries are shown: not "nothing"
+            notice = Phrase("notice.follow_up_near_in" if near else "notice.follow_up_none_in", head=head,
+                            framework=named)
         else:
             notice = Phrase("notice.follow_up_in", head=head, framework=named)
         return dataclasses.replace(answer, query=query, follow_up_of=previous.normalized_query,
                                    notices=[notice, *answer.notices]), moved_to is not None
 
     def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
-                users_filters: bool = True, own_votes=None) -> Answer:
+                users_filters: bool = True, own_votes=None, held_phase: str | None = None) -> Answer:
         result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode,
-                               exclude=exclude, own_votes=own_votes)
+                               exclude=exclude, own_votes=own_votes, held_phase=held_phase)
         notices = list(result.notices)
         if result.abstained and (framework or collection or lang) and users_filters:
             notices += self._outside_the_filters(query, mode)

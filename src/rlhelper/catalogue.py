@@ -46,10 +46,14 @@ WORDS: dict[str, dict[str, str]] = {
     "list.and": {"en": " and ", "zh": "和"},
     "punct.colon": {"en": ": ", "zh": "："},
     # what a collection holds: its name beside a source, its note on hover, its words in the header
-    "collection.seeds.name": {"en": "seeds", "zh": "社区指南"},
-    "collection.seeds.note": {"en": "Seed guides: troubleshooting pages gathered from community repositories and captures",
-                              "zh": "社区指南：从社区仓库和网页存档收集的排障页面"},
-    "collection.seeds.words": {"en": "seed guides (community troubleshooting pages)", "zh": "社区指南（社区排障页面）"},
+    # Seeds are gathered from the frameworks' own repositories (RLinf's Chinese FAQ, verl's FAQ) as well as the
+    # community's: "社区指南" (community guides) misnamed RLinf's own FAQ (issue 36).
+    "collection.seeds.name": {"en": "seeds", "zh": "种子指南"},
+    "collection.seeds.note": {"en": "Seed guides: troubleshooting pages gathered from the frameworks' and community "
+                                    "repositories and captures",
+                              "zh": "种子指南：从各框架和社区的仓库及网页存档收集的排障页面"},
+    "collection.seeds.words": {"en": "seed guides (troubleshooting pages gathered from repositories)",
+                               "zh": "种子指南（收集的排障页面）"},
     "collection.official.name": {"en": "official", "zh": "官方文档"},
     "collection.official.note": {"en": "Official docs: pages copied from the frameworks' own repositories",
                                  "zh": "官方文档：从各框架自己的仓库复制的页面"},
@@ -95,6 +99,20 @@ WORDS: dict[str, dict[str, str]] = {
     "answer.link": {"en": "Link to this question", "zh": "此问题的链接"},
     "answer.copy": {"en": "Copy", "zh": "复制"},
     "answer.copied": {"en": "Copied", "zh": "已复制"},
+    # the page's script's labels: the tab's title, the chat messages' screen-reader labels and the thumbs'
+    # (Gradio writes these in English whatever the page's language)
+    "script.title": {"en": "rlhelper — RL training troubleshooting", "zh": "rlhelper — RL 训练排障助手"},
+    "script.answer_label": {"en": "Answer: ", "zh": "回答："},
+    "script.message_label": {"en": "Your message: ", "zh": "你的消息："},
+    "script.Like": {"en": "Like", "zh": "有帮助"},
+    "script.Liked": {"en": "Liked", "zh": "已标为有帮助"},
+    "script.Dislike": {"en": "Dislike", "zh": "没帮助"},
+    "script.Disliked": {"en": "Disliked", "zh": "已标为没帮助"},
+    # said by the page's script when a message is over the limit: it is not sent and stays in the box
+    "script.too_long": {"en": "Not sent: the message is {n} characters long, over the limit of {most}. It is still in "
+                              "the box: keep the end of the log (the error and the lines before it) and send again.",
+                        "zh": "未发送：这条消息有 {n} 个字符，超过了 {most} 的上限。它仍在输入框中：保留日志的末尾"
+                              "（错误及其前面的几行）后再发送。"},
     "answer.copy_title": {"en": "Copy to clipboard", "zh": "复制到剪贴板"},
     "answer.cannot": {"en": "Cannot answer:", "zh": "无法回答："},
     "error.out_of_time": {"en": "rlhelper stopped working on this answer after {budget:g} s, the time one answer may "
@@ -152,6 +170,12 @@ WORDS: dict[str, dict[str, str]] = {
     "notice.follow_up_none_in": {"en": "Read as a follow-up to your previous question (“{head}”): {framework}'s docs have "
                                        "no entry on it.",
                                  "zh": "已作为对你上一个问题（“{head}”）的追问来理解：{framework} 的文档中没有相关条目。"},
+    # the question before was answered elsewhere and this framework's nearest entries are listed under it:
+    # "no entry on it" above a list holding "Reward Collapse" for "reward is always 0" misled (issue 36)
+    "notice.follow_up_near_in": {"en": "Read as a follow-up to your previous question (“{head}”): {framework}'s docs "
+                                       "have no entry that surely answers it; the nearest are listed below.",
+                                 "zh": "已作为对你上一个问题（“{head}”）的追问来理解：{framework} 的文档中没有能确定回答它的"
+                                       "条目，下面列出最接近的几条。"},
     "notice.outside_filters": {"en": "Nothing matches within your filters, but outside them “{heading}” ({framework}, "
                                      "{collection}) does: clear the filters to see it.",
                                "zh": "在你的筛选条件内没有匹配的条目，但筛选范围外的“{heading}”（{framework}，{collection}）匹配：清除筛选"

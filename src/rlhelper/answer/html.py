@@ -83,9 +83,10 @@ def _location(url: str | None, collection: str = "", lang: str = "en") -> str:
 
 
 def _file_line(doc: str, line_start: int, line_end: int, doc_title: str = "", lang: str = "en") -> str:
-    """"File verl/faq.rst, lines 10–20"; a seed stored under a hash is named by its title
-    ("Lines 10–20 of “verl Troubleshooting”"); "Lines 10–20" with no readable name."""
-    name = readable_doc(doc, doc_title)
+    """"Lines 10–20 of “verl Troubleshooting”": a page is named by its title, as the row above it names
+    it (its local path, "File slime/qa.md", named the page a second way under the repository's path,
+    issue 36); "File notes.md, lines 10–20" for a file without a title; "Lines 10–20" with no name."""
+    name = f"“{doc_title}”" if doc_title else readable_doc(doc)
     if name and not name.startswith("“"):
         said = say("sources.file_lines", lang, name=name, start=line_start, end=line_end)
     elif name:

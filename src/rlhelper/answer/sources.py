@@ -5,7 +5,7 @@ its collection is. Shared by the web page (render.py) and the terminal (terminal
     upstream(url)                       -> "NovaSky-AI/SkyRL · docs/.../troubleshooting.mdx"
     place(doc, 201, 228, doc_title=...) -> "verl/faq.rst, lines 201–228" (a seed: "“verl Troubleshooting”, lines ...")
     collection_note(name)               -> a plain sentence on what the collection holds
-    collection_name(name)               -> how a collection is named beside a source ("seeds", "社区指南")
+    collection_name(name)               -> how a collection is named beside a source ("seeds", "种子指南")
 
 Each takes the reader's language (`lang`, "en" or "zh"); the words are the catalogue's.
 

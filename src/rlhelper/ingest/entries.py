@@ -234,7 +234,12 @@ def _url(meta: dict, anchor: str, embedded_path: str) -> str | None:
         url = f"{web}{quote(path)}"
     else:
         url = f"https://github.com/{repo}/blob/{meta.get('commit') or 'main'}/{path}"
+        if _LINE_ANCHOR.fullmatch(anchor):  # a line (a FAQ list's question): the rendered page has no anchor there
+            url += "?plain=1"
     return f"{url}#{anchor}" if anchor else url
+
+
+_LINE_ANCHOR = re.compile(r"L\d+")
 
 
 # --- deduplicating -----------------------------------------------------------

@@ -86,11 +86,21 @@ def read_with(message: str, previous_query: str, searched_in: str | None = None)
     for group in _GROUPS:
         if named & set(group):
             previous_query = re.sub(rf"(?i)\b(?:{'|'.join(group)})\b", " ", previous_query)
+    # The cue ("what about", "and", "那…呢") says the message continues the conversation; it is not
+    # part of the problem, and searched it found "about" and "what" in unrelated entries: "reward is
+    # always 0" + "what about slime?" led with slime's "Custom Reward Function", not "Reward Collapse".
+    message = _CUE.sub(" ", message)
     if searched_in:
-        message = re.sub(rf"(?i)\b{re.escape(searched_in)}\b", " ", _CUE.sub(" ", message))
-        if not _words(message):
-            return " ".join(previous_query.split())
-    return f"{' '.join(previous_query.split())}\n{message.strip()}"
+        message = re.sub(rf"(?i)\b{re.escape(searched_in)}\b", " ", message)
+    if not _words(message):
+        return " ".join(previous_query.split())
+    return f"{' '.join(previous_query.split())}\n{' '.join(message.split())}"
+
+
+def names_a_phase(message: str) -> bool:
+    """Whether the message swaps the phase by a bare word ("what about training?"): then the
+    question's phase is not held for it."""
+    return bool({w.lower() for w in re.findall(r"[A-Za-z]+", message)} & set(_GROUPS[2]))
 
 
 def framework_named(message: str) -> str | None:
@@ -104,7 +114,19 @@ def in_heading(message: str, entry) -> bool:
     message adds ("on multiple nodes?" -> "Weight Sync Failures in Multi-Node"), not merely the
     next-best answer to the previous question ("ok it works now")."""
     heading = set(lexical.tokenize(" ".join([*entry.breadcrumb[1:], entry.heading])))  # not the doc title
-    return any(w in heading for w in _words(message) if w not in _NAMES)  # a name is a filter, not a topic
+    return any(same_word(w, h) for w in _words(message) if w not in _NAMES for h in heading)  # a name is a filter
+
+
+MIN_STEM = 5  # letters a shorter word must have to stand for a longer one ("fail", "time" are in too many)
+
+
+def same_word(said: str, written: str) -> bool:
+    """One word, as a user says it and a heading writes it: "nodes" for "node", "multiple" for
+    "multi" (Multi-Node; the tokenizer already stems "nodes"): one starts with the other, of MIN_STEM letters at least."""
+    if said == written:
+        return True
+    short, long_ = sorted((said, written), key=len)
+    return len(short) >= MIN_STEM and short.isalpha() and long_.startswith(short)
 
 
 def knows_a_word(message: str, vocabulary) -> bool:

@@ -71,6 +71,9 @@ class NormalizedQuery:
     # The phase of an RL step the traceback failed in (phase.py): "training", "generation",
     # "weight sync", "checkpoint", or "" when its frames do not say.
     phase: str = ""
+    # The phase was said before in the conversation (a follow-up's question named it): held as firmly as
+    # a traceback's frames, so an entry about another phase is held back (phase.py, phase_factors).
+    phase_held: bool = False
 
 
 # --- character-level cleaning -------------------------------------------------
@@ -433,6 +436,8 @@ def normalize_query(raw: str, *, max_chars: int = 4000) -> NormalizedQuery:
     scanned = _tail(raw, MAX_SCAN_CHARS)
     frameworks = detect_frameworks(raw if scanned is raw else raw[:HEAD_HINT_CHARS] + "\n" + scanned)
     text, removed = _clean_characters(scanned)
+    if removed and scanned is not raw:  # said of the whole message: 50,000 NULs read "10,527" counting the tail
+        removed = len(_CONTROL.findall(_ANSI.sub("", raw).replace("\r\n", "\n")))
     notices = [Phrase("notice.controls_removed", n=removed, s=plural(removed))] if removed else []
     lines = text.split("\n")
     scanned_lines = lines[-MAX_SCAN_LINES:]

@@ -212,8 +212,11 @@ class Retriever:
         mode: str = "hybrid",
         exclude: Iterable[str] = (),
         own_votes: Learned | None = None,
+        held_phase: str | None = None,
     ) -> Retrieval:
         """`exclude`: entry ids whose sections are left out (a follow-up wants something new).
+        `held_phase`: the phase a conversation already stated (a follow-up's question named it), held
+        when the message names none.
         `own_votes`: one web visitor's votes (web/visitors.py), applied after the user bank's, for
         their searches alone."""
         if mode not in MODES:
@@ -222,6 +225,8 @@ class Retriever:
         normalized = normalize_query(query)
         if not normalized.text.strip():
             raise QueryError("Nothing searchable was left in the query after removing log noise; paste the error line.")
+        if held_phase and normalized.phase in ("", held_phase):
+            normalized = replace(normalized, phase=held_phase, phase_held=True)
         allowed = self.allowed_mask(framework=framework, collection=collection, lang=lang)
         if exclude:  # and their twins: the same section in another language is no new answer
             rows = [self.index.row_of(i) for i in exclude]
@@ -310,7 +315,7 @@ class Retriever:
         factor = self.tradeoff.issue_factor(normalized) if issue_factor is None else issue_factor
         fused = boost(fused, self.framework_factors(hints, [i for i, _ in fused], factor))
         fused = boost(fused, phase_factors(normalized.phase, [i for i, _ in fused], self.index.entries,
-                                           from_frames=normalized.is_log))
+                                           from_frames=normalized.is_log or normalized.phase_held))
         fused = self.one_per_twin(self.one_per_section(fused), allowed, "zh" if lexical.has_han(text) else "en")
         pinned: dict[tuple, str] = {}
         demoted: set[int] = set()

@@ -45,7 +45,17 @@ CONCURRENCY = 4  # answers computed at once; more only queues on a 2-core laptop
 QUEUE_SIZE = 128  # requests waiting for a worker; beyond it Gradio answers "the queue is full"
 NO_LLM = ""  # the LLM choice that quotes the docs only
 TITLE = "rlhelper — RL training troubleshooting"
-THUMBS = {1: "Like", -1: "Dislike"}  # a vote as the chat's thumbs show it (feedback_value)
+THUMBS = {1: "Like", -1: "Dislike"}
+# The box's Enter, in the browser: a blank one sends nothing (null) and leaves the box; one over the limit
+# sends nothing, keeps the text and says why under the box (#rl-status); otherwise the text moves on.
+OVER_THE_LIMIT_JS = (
+    "(text, note) => { if (!text.trim()) return [null, text, note];"
+    f" if (text.length > {MAX_MESSAGE_CHARS}) {{"
+    " const lang = document.documentElement.getAttribute('data-rl-lang') === 'zh' ? 'zh' : 'en';"
+    " const said = ((window.RL_WORDS || {})[lang] || {}).too_long || 'Not sent: over the limit of {n} characters.';"
+    f" return [null, text, said.replace('{{n}}', text.length.toLocaleString('en-US'))]; }}"
+    " return [text, '', note]; }"
+)  # a vote as the chat's thumbs show it (feedback_value)
 
 EXAMPLES = [
     {"display_text": "Weight sync timed out between the trainer and the inference engines. How do I fix it?",
@@ -75,7 +85,7 @@ def in_both(html_in) -> str:
 
 
 def _collections_in_words(names: list[str], lang: str) -> str:
-    """"seed guides (community troubleshooting pages) and official docs (...)"; yours by their names."""
+    """"seed guides (troubleshooting pages gathered from repositories) and official docs (...)"; yours by their names."""
     words = [say(f"collection.{n}.words", lang) if f"collection.{n}.words" in WORDS else n for n in names]
     if len(words) < 2:
         return "".join(words)
@@ -346,8 +356,10 @@ def build_app(helper, *, feedback_db: str | Path | None = None, llm: Sequence | 
         asked = gr.Textbox(visible=False)
         # A blank Enter sends no message (null), and leaves the box as it was: the page does nothing, where
         # it added a red "The query is empty" and hid the examples (the API still answers "" with that).
-        moved = textbox.submit(None, [textbox], [asked, textbox],
-                               js="(text) => text.trim() ? [text, ''] : [null, text]", **quiet)  # in the browser
+        # Over the limit, nothing is sent (the server's refusal replaced the chat with a red "Error" for
+        # seconds and the text was gone): the text stays in the box and the note under it says why, in
+        # the page's language (script.js's words, RL_WORDS).
+        moved = textbox.submit(None, [textbox, status], [asked, textbox, status], js=OVER_THE_LIMIT_JS, **quiet)
         moved.then(ask_page, [asked, *settings], outputs, api_visibility="private", **answering).then(
             offer_clear_filters, [session], [clear_filters_btn], **quiet)
         # The public API (`/ask`, the Gradio client): the same answer, without a browser's visitor id. The

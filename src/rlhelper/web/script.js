@@ -5,7 +5,9 @@
 (function () {
   // The browser's language, as Gradio's i18n reads it: the page's texts written in both languages
   // (web/app.py, in_both) show the one it picks (style.css).
-  document.documentElement.setAttribute("data-rl-lang", /^zh\b/i.test(navigator.language || "") ? "zh" : "en");
+  var LANG = /^zh\b/i.test(navigator.language || "") ? "zh" : "en";
+  document.documentElement.setAttribute("data-rl-lang", LANG);
+  var SAID = (window.RL_WORDS || {})[LANG] || {};  // the page's words the script says (web/server.py)
   function fallbackCopy(text) {
     var ta = document.createElement("textarea");
     ta.value = text; ta.style.position = "fixed"; ta.style.opacity = "0";
@@ -35,8 +37,16 @@
   }, true);
   // Gradio labels each chat message with its raw HTML ("bot's message: <div class=...");
   // a screen reader would read the markup. Label it with its text instead.
-  var WHO = {bot: "Answer: ", user: "Your message: "};
+  // In the page's language, as are the tab's title and the thumbs' labels (Gradio writes them in English).
+  var WHO = {bot: SAID.answer_label || "Answer: ", user: SAID.message_label || "Your message: "};
+  var THUMB_LABELS = ["Like", "Liked", "Dislike", "Disliked"];
   function relabel(el) {
+    var thumb = el.tagName === "BUTTON" && THUMB_LABELS.indexOf(el.getAttribute("aria-label")) >= 0;
+    if (thumb && SAID[el.getAttribute("aria-label")] && LANG !== "en") {
+      var said = SAID[el.getAttribute("aria-label")];
+      el.setAttribute("title", said); el.setAttribute("aria-label", said);
+      return;
+    }
     var who = WHO[el.getAttribute("data-testid")];
     if (!who) return;
     var text = who + (el.innerText || el.textContent || "").replace(/\s+/g, " ").trim();
@@ -55,7 +65,7 @@
     if (!pinned || !pinned.isConnected) { pinned = null; return; }
     var pane = pinned.closest(".bubble-wrap");
     if (!pane) return;
-    var box = pane.getBoundingClientRect(), by = pinned.getBoundingClientRect().top - box.top - 40;  // below Clear
+    var box = pane.getBoundingClientRect(), by = pinned.getBoundingClientRect().top - box.top - 40;  // 8 px below the band Clear sits in (style.css)
     var bots = document.querySelectorAll("#rl-chat [data-testid='bot']"), answer = bots[bots.length - 1];
     var after = answer && (pinned.compareDocumentPosition(answer) & Node.DOCUMENT_POSITION_FOLLOWING);
     if (after) by = Math.max(by, answer.getBoundingClientRect().top - box.top - ANSWER_BY * box.height);
@@ -67,24 +77,35 @@
       if (ev.target && ev.target.closest && ev.target.closest("#rl-chat")) pinned = null;
     }, {passive: true, capture: true});
   });
-  // On a desktop the chat is as tall as the window leaves room for (style.css, --rl-chat-height): the
-  // page fits, so it cannot creep down, and what appears under the box (a vote's note and comment row,
-  // "Clear the filters") takes its room from the chat, in view. A phone's page scrolls; its chat keeps
-  // its height.
-  var DESKTOP = 700, SHORTEST = 320, TALLEST = 900, BELOW = 16;  // px; BELOW: the page's own bottom padding
+  // The chat is as tall as the window leaves room for (style.css, --rl-chat-height): the page fits, so it
+  // cannot creep down, and what appears under the box (a vote's note and comment row, "Clear the
+  // filters") takes its room from the chat, in view; on a phone too, where the box was below the fold on
+  // first open and a vote's note below it (issue 36). A phone's chat keeps a shorter least height.
+  var DESKTOP = 700, SHORTEST = 320, PHONE_SHORTEST = 240, TALLEST = 900, BELOW = 16;  // px; BELOW: the page's bottom padding
   function fitChat() {
     var chat = document.querySelector("#rl-chat"), root = document.documentElement;
     var column = chat && chat.closest(".column");
     if (!column) return;
-    if (window.innerWidth < DESKTOP) { root.style.removeProperty("--rl-chat-height"); return; }
+    var least = window.innerWidth < DESKTOP ? PHONE_SHORTEST : SHORTEST;
     var bottom = 0;  // of the page's content (its container stretches to the window)
     for (var i = 0; i < column.children.length; i++) {
       var box = column.children[i].getBoundingClientRect();
       if (box.height > 0) bottom = Math.max(bottom, box.bottom + window.scrollY);
     }
     var now = chat.getBoundingClientRect().height;
-    var want = Math.round(Math.max(SHORTEST, Math.min(TALLEST, now + window.innerHeight - BELOW - bottom)));
+    var want = Math.round(Math.max(least, Math.min(TALLEST, now + window.innerHeight - BELOW - bottom)));
     if (Math.abs(want - now) >= 1) root.style.setProperty("--rl-chat-height", want + "px");
+  }
+  // What an action shows under the box (a vote's note, its comment row, "Clear the filters") is brought
+  // into view when it appears, where the chat's least height left it below the fold.
+  var SHOWN_BY_ACTIONS = ["#rl-status", "#rl-comment-row", "#rl-clear-filters"], shown = {};
+  function showChanges() {
+    SHOWN_BY_ACTIONS.forEach(function (sel) {
+      var el = document.querySelector(sel), box = el && el.getBoundingClientRect();
+      var now = !!box && box.height > 0 && el.offsetParent !== null;
+      if (now && !shown[sel] && (box.bottom > window.innerHeight || box.top < 0)) el.scrollIntoView({block: "nearest"});
+      shown[sel] = now;
+    });
   }
   // The box takes focus once it is there, without scrolling the page, unless the reader has already
   // put it elsewhere; not on a phone, where focus opens the keyboard.
@@ -127,11 +148,29 @@
       if (fits > 0) pre.style.maxHeight = fits * row + "px";
     });
   }
+  // Keyboard and focus (issue 36): an example or Clear gives the focus back to the box (it fell to the
+  // page's body, so typing went nowhere); tabbing out of a filter closes its option list, which stayed
+  // open over the chat.
+  document.addEventListener("click", function (ev) {
+    var hit = ev.target && ev.target.closest && ev.target.closest("#rl-chat button.example, #rl-chat button[aria-label='Clear']");
+    if (!hit || window.innerWidth < DESKTOP) return;  // a phone: focus would open its keyboard
+    setTimeout(function () {  // after the chat redrew without the button
+      var box = document.querySelector("#rl-input textarea"), now = document.activeElement;
+      if (box && (!now || now === document.body || !now.isConnected || now.closest("#rl-chat"))) box.focus({preventScroll: true});
+    }, 0);
+  }, true);
+  document.addEventListener("focusout", function (ev) {
+    var filter = ev.target && ev.target.closest && ev.target.closest("#rl-framework, #rl-collection");
+    if (!filter || (ev.relatedTarget && filter.contains(ev.relatedTarget))) return;
+    if (filter.querySelector("[role=listbox]")) {
+      ev.target.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+    }
+  }, true);
   var fitting = 0;
   new MutationObserver(function () {
     showNewAnswer();
     focusBox();
-    if (!fitting) fitting = requestAnimationFrame(function () { fitting = 0; fitPastes(); fitChat(); });
+    if (!fitting) fitting = requestAnimationFrame(function () { fitting = 0; fitPastes(); fitChat(); showChanges(); });
   }).observe(document.documentElement, {subtree: true, childList: true, attributes: true,
                                         attributeFilter: ["style", "class"]});
   window.addEventListener("resize", function () { fitPastes(); fitChat(); });
@@ -140,9 +179,10 @@
       var root = change.target;
       if (root.nodeType !== 1) root = root.parentElement;
       if (!root) return;
-      var el = root.closest && root.closest("[data-testid][aria-label]");
+      var el = root.closest && root.closest("[data-testid][aria-label], button[aria-label]");
       if (el) relabel(el);
-      if (root.querySelectorAll) root.querySelectorAll("[data-testid][aria-label]").forEach(relabel);
+      if (root.querySelectorAll) root.querySelectorAll("[data-testid][aria-label], #rl-chat button[aria-label]").forEach(relabel);
+      if (SAID.title && document.title !== SAID.title) document.title = SAID.title;
     });
   }).observe(document.documentElement, {subtree: true, childList: true, characterData: true,
                                         attributes: true, attributeFilter: ["aria-label"]});

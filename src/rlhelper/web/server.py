@@ -45,7 +45,7 @@ from ..errors import ConfigError, RlhelperError
 from ..measure.feedback import FeedbackStore
 from .answering import TIME_BUDGET
 from .app import PAGE_WORDS, build_app
-from .arguments import llm_endpoints
+from .arguments import MAX_MESSAGE_CHARS, llm_endpoints
 from .gate import MAX_SESSIONS, VisitorGate
 
 
@@ -58,7 +58,11 @@ def _asset(name: str) -> str:
 def _script_words() -> str:
     """The catalogue's words the page's script says itself (a copy button's "Copied"), by language: the
     chat's sanitiser drops data- attributes, so they cannot ride on the button."""
-    words = {lang: {"copied": say("answer.copied", lang)} for lang in LANGS}
+    most = f"{MAX_MESSAGE_CHARS:,}"
+    labels = ("title", "answer_label", "message_label", "Like", "Liked", "Dislike", "Disliked")
+    words = {lang: {"copied": say("answer.copied", lang), "too_long": say("script.too_long", lang, n="{n}", most=most),
+                    **{label: say(f"script.{label}", lang) for label in labels}}
+             for lang in LANGS}
     return f"window.RL_WORDS = {json.dumps(words, ensure_ascii=False)};\n"
 
 

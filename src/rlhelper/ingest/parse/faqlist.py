@@ -15,8 +15,9 @@ item becomes a sub-section headed by its bold text as a reader sees it (markup
 removed). The list number is dropped: it names nothing (the Chinese page
 numbers every item "1." and GitHub renders 1..13; upstream inserting a
 question renumbers the rest), and the breadcrumb reads as a heading would. The
-items have no anchors upstream, so their sub-sections keep the parent
-heading's anchor: the page's real section, where a reader lands.
+items have no anchors upstream: their anchor is their line ("L32", entries.py
+links the file's source view there), since the parent heading's anchor (#faq)
+left the reader to find the question among a dozen (issue 36).
 
 The rule reads the list's shape only, and is conservative. A list qualifies
 when it is the first list of its section's body and runs to the end of it
@@ -86,7 +87,12 @@ def _question_items(lines, items, parent: Heading, heading_text) -> list[Heading
     questions = sum(title.endswith(_QUESTION_MARKS) for title in titles)
     if 2 * questions <= len(titles):
         return []
-    return [Heading(i, i, i, ITEM_LEVEL, title, parent.anchor) for (i, _), title in zip(items, titles, strict=True)]
+    return [Heading(i, i, i, ITEM_LEVEL, title, line_anchor(i)) for (i, _), title in zip(items, titles, strict=True)]
+
+
+def line_anchor(index: int) -> str:
+    """The anchor of a line (0-based index) as GitHub's source view names it: "L32"."""
+    return f"L{index + 1}"
 
 
 def _bold_title(text: str, heading_text) -> str:
