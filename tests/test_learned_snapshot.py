@@ -11,7 +11,8 @@ import pytest
 
 from rlhelper.api import Helper
 from rlhelper.index import learned_snapshot
-from rlhelper.index.userbank import UserBank, entry_key
+from rlhelper.index.lastanswer import entry_key
+from rlhelper.index.userbank import UserBank
 
 QUERIES = ["the trainer hangs forever after the first step", "CUDA out of memory during rollout",
            "rewards are all zero", "weight sync between trainer and rollout times out"]

@@ -92,7 +92,7 @@ class Records:
         return len(self.votes)
 
     def record(self, i: int):
-        from .userbank import LearnedQuestion
+        from .bankrecord import LearnedQuestion
 
         return LearnedQuestion(vote=int(self.votes[i]), **{f: self.columns[f][i] for f in self.FIELDS})
 
@@ -332,8 +332,8 @@ def restore(live) -> bool:
 
 
 def _install(live, meta: dict, a: _Arrays) -> None:
+    from .bankrecord import normalize
     from .learned import Learned, Run
-    from .userbank import normalize
 
     seg, n = live.segment, int(meta["n"])
     seg.n, seg.searchable = n, int(meta["searchable"])
