@@ -19,6 +19,7 @@ from pathlib import Path
 from rlhelper.measure.judge_cv import Gate, choose, cross_validate, figures, gated_rows, paired, with_gate
 
 MODES = ("hybrid", "reorder", "keep", "gated")
+REAL = ("issues", "real")  # the sets written from real reports, also reported pooled
 
 
 def line(name: str, rows: list[dict]) -> str:
@@ -36,8 +37,10 @@ def line(name: str, rows: list[dict]) -> str:
 def report(title: str, rows: list[dict]) -> None:
     print(f"== {title}")
     sets = sorted({r["set"] for r in rows})
-    for name in [*sets, "all"] if len(sets) > 1 else sets:
-        part = [r for r in rows if name == "all" or r["set"] == name]
+    real = [s for s in REAL if s in sets]
+    groups = [*sets, *(["+".join(real)] if len(real) > 1 else []), *(["all"] if len(sets) > 1 else [])]
+    for name in groups:
+        part = [r for r in rows if name == "all" or r["set"] in name.split("+")]
         for lang in ("all", "en", "zh"):
             sub = [r for r in part if lang == "all" or r["lang"] == lang]
             if sub and (lang == "all" or len({r["lang"] for r in part}) > 1):
