@@ -30,7 +30,8 @@ from rlhelper.search import retrieve as retrieve_module
 from rlhelper.search.judge import JUDGED, input_kind, passage
 
 K = 10
-HOLDOUT = Path("/work/shared/holdout-sources.txt")
+ROOT = Path(__file__).resolve().parents[2]
+HOLDOUT = ROOT.parent / "shared" / "holdout-sources.txt"  # ../shared beside the checkout: scored, never trained on
 
 
 def holdout_sources(path: Path = HOLDOUT) -> set[str]:
