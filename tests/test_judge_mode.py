@@ -147,3 +147,26 @@ def test_without_onnxruntime_the_judge_mode_says_what_to_install(seeds_index, us
                           env={**os.environ, "RLHELPER_CACHE_DIR": str(usem3_cache_dir)})
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "pip install 'rlhelper[judge]'" in done.stderr and not done.stdout
+
+
+def test_the_judge_reorders_only_where_its_gate_says_its_order_helps():
+    confident = ScriptedJudge([0.2, 0.1, 0.9])  # its best beats the first hit by 0.7
+    for kind in ("question", "error", "zh"):
+        ranking, probability = judge.rerank(confident, "q", _ranking(), _entry, kind=kind)
+        assert [row for row, _ in ranking.fused] == [2, 0, 1] and probability == 0.9
+    kept, probability = judge.rerank(confident, "q", _ranking(), _entry, kind="log")  # the pipeline's order
+    assert [row for row, _ in kept.fused] == [0, 1, 2] and probability == 0.2
+    near_tie = ScriptedJudge([0.6, 0.1, 0.68])  # within the margin: the judge says how sure, nothing more
+    kept, probability = judge.rerank(near_tie, "q", _ranking(), _entry, kind="question")
+    assert [row for row, _ in kept.fused] == [0, 1, 2] and probability == 0.6
+    assert judge.order_helps([0.2, 0.3, 0.5], "question", kinds=frozenset({"question"}), margin=0.1, floor=0.6) is False
+
+
+def test_the_gate_reads_the_input_s_kind_as_the_search_normalized_it():
+    from rlhelper.search.query import normalize_query
+
+    assert judge.input_kind(normalize_query("how do I resume training from a checkpoint?")) == "question"
+    assert judge.input_kind(normalize_query("RuntimeError: NCCL error: unhandled system error")) == "error"
+    assert judge.input_kind(normalize_query("rollout 的时候显存不足怎么办")) == "zh"
+    log = "Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n    f()\nValueError: bad shape"
+    assert judge.input_kind(normalize_query(log)) == "log"

@@ -34,8 +34,10 @@ import numpy as np
 from ..config import PACKAGE_DIR
 from ..errors import ConfigError
 from ..index.judge_vectors import JudgeVectors, read_judge_vectors
+from ..index.lexical import has_han
 from ..schema import Entry, title_trail
 from .onnx_session import fast_session
+from .query import NormalizedQuery, looks_like_error
 from .ranking import Ranking, split_sections, whole_section
 
 MAX_PASSAGE_CHARS = 600  # ~128 wordpiece tokens of English; the tokenizer truncates the rest
@@ -69,9 +71,36 @@ DEFAULT_MAX_LENGTH = 128
 MAX_PASSAGES = 64  # one call scores a shortlist, never a whole index
 MAX_CACHED = 20_000  # passage vectors kept (1.5 kB each): every entry of a large index
 JUDGED = 5  # the pipeline's first hits the judge reads
+# Where the judge's order is taken over the pipeline's (issue 35, chosen by cross-validation, eval/DECISIONS.md):
+# when its best hit beats the pipeline's first by a margin; a near tie keeps the pipeline's order, and the
+# judge has its say in "no match" only. A pasted log keeps the pipeline's order whatever the judge says.
+REORDER_KINDS = frozenset({"question", "error", "zh"})
+REORDER_MARGIN = 0.1
+REORDER_FLOOR = 0.0
 QUERY_PREFIX = "query: "  # e5 was trained to read a question as a "query", a text that answers as a "passage"
 PASSAGE_PREFIX = "passage: "
 ENCODE_BATCH = 16  # passages per encoder call at ingest (padding grows with the batch's longest)
+
+
+def input_kind(normalized: NormalizedQuery) -> str:
+    """What was asked, as the judge's gate reads it: "zh" (Chinese, whatever its shape), "log" (a pasted
+    log or traceback), "error" (an error line or message, no question mark) or "question"."""
+    text = normalized.text
+    if has_han(text):
+        return "zh"
+    if normalized.is_log:
+        return "log"
+    return "error" if looks_like_error(text) and "?" not in text else "question"
+
+
+def order_helps(probabilities: list[float], kind: str, *, kinds: frozenset[str] = REORDER_KINDS,
+                margin: float = REORDER_MARGIN, floor: float = REORDER_FLOOR) -> bool:
+    """Whether the judge's order replaces the pipeline's for an input of `kind` (input_kind) whose first
+    hits the judge gave `probabilities`, in the pipeline's order."""
+    if not probabilities or kind not in kinds:
+        return False
+    best = max(probabilities)
+    return best >= floor and best - probabilities[0] >= margin
 
 
 def passage_key(text: str) -> str:
@@ -275,8 +304,10 @@ def write_shipped_vectors(entries: list[Entry], folder: Path = PACKAGED) -> tupl
 
 
 def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], Entry],
-           query_vector: np.ndarray | None = None, reorder: bool = True) -> tuple[Ranking, float]:
-    """The judge orders the first JUDGED hits by its probability (ties keep the pipeline's order); a
+           query_vector: np.ndarray | None = None, reorder: bool = True, kind: str | None = None,
+           ) -> tuple[Ranking, float]:
+    """Where `order_helps` says so for an input of `kind` (None: everywhere), the judge orders the first
+    JUDGED hits by its probability (ties keep the pipeline's order); a
     hit the user pinned by a vote keeps the ranking as it is, and one a vote demoted keeps its place
     (below the hit after it, never first) while the others are ordered around it. The scores of
     those places stay where they were, best first, so what reads them (a runner-up cited beside a
@@ -284,7 +315,7 @@ def rerank(judge: Judge, text: str, ranking: Ranking, entry_of: Callable[[int], 
     `reorder=False`: the judge has its say in the confidence only (a pasted log, below)."""
     head = ranking.fused[:JUDGED]
     probabilities = judge.probabilities(text, [passage(entry_of(row)) for row, _ in head], query_vector)
-    if ranking.pinned_lead or not reorder:
+    if ranking.pinned_lead or not reorder or (kind is not None and not order_helps(probabilities, kind)):
         return ranking, probabilities[0]
     fixed = {place for place, (row, _) in enumerate(head) if row in ranking.demoted}
     judged = iter(sorted((i for i in range(len(head)) if i not in fixed), key=lambda i: -probabilities[i]))

@@ -85,6 +85,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2028\
 _BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd\udc80-\udcff]")
 
 
+def looks_like_error(text: str) -> bool:
+    """Whether the text names an error the way a log line does (an error word, not a warning alone)."""
+    return bool(_ERRORISH.search(text))
+
+
 def is_binary(raw: str) -> bool:
     """True when the text looks like decoded binary data (NULs, control bytes, U+FFFD)."""
     sample = raw[:65_536]

@@ -44,7 +44,7 @@ from . import glossary
 from .confidence import HEADING_NAMED, ConfidenceModel, Signals, model_for
 from .fusion import boost, pin_and_demote, reciprocal_rank_fusion
 from .judge import PACKAGED as PACKAGED_JUDGE
-from .judge import Judge, in_background, rerank
+from .judge import Judge, in_background, input_kind, rerank
 from .phase import phase_factors
 from .query import NormalizedQuery, is_binary, normalize_query
 from .ranking import AskedAs, QueryTerms, Ranking, section_key, split_sections, whole_section
@@ -290,7 +290,7 @@ class Retriever:
         # the judge reads a passage in which the heading is a few words among many.
         keep_order = normalized.is_log or signals.heading_coverage >= HEADING_NAMED
         judged, probability = rerank(self.judge, normalized.text, ranking, self.whole_section, query_vector.result(),
-                                     reorder=not keep_order)
+                                     reorder=not keep_order, kind=input_kind(normalized))
         if judged is not ranking:
             signals = self.signals(normalized.text, judged, allowed)
         return judged, replace(signals, judge=probability)
