@@ -13,7 +13,7 @@ and zh/faq.rst, the latter also seed 001), its installation page, and slime's
 Q&A and debugging guides (ingest/official/slime/*.md and zh/*.md). The
 evidence column quotes the pair (tests/test_glossary.py checks that every
 term occurs in the corpus and every quote is verbatim). No row comes from
-anywhere else.
+anywhere else (USERS_TERMS, below, are the exception, one way).
 
 Matching works on tokens, so the same tokenizer as the index decides: a term
 matches when its tokens occur contiguously in the query's tokens (an
