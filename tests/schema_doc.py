@@ -19,6 +19,7 @@ def documented_schema() -> dict[str, set[str]]:
         if keys:
             schema[name] = {k.split(":")[0].strip() for k in keys.group(1).split(",")}
     for name in ("also_at", "twins"):
-        keys = re.search(rf"`{name}` lists [^`]*`\{{([^}}]*)\}}`", text)
+        keys = re.search(rf"`{name}` lists [^`]*`\{{([^}}]*)\}}`(?:, and, optional, `(\w+)`)?", text)
         schema[name] = {k.strip() for k in keys.group(1).split(",")}
+        schema[f"{name}_optional"] = {keys.group(2)} if keys.group(2) else set()
     return schema

@@ -202,7 +202,7 @@ def test_identical_sections_merge_across_heading_levels_and_whitespace():
     timeouts = [e for e in merged if e.heading == "Timeout"]
     assert len(timeouts) == 1 and timeouts[0].doc == "a.md"
     assert timeouts[0].also_at == [
-        {"doc": "b.md", "heading": "Timeout", "breadcrumb": ["B", "Timeout"], "line_start": 3, "line_end": 5, "url": None}
+        {"doc": "b.md", "doc_title": "B", "heading": "Timeout", "breadcrumb": ["B", "Timeout"], "line_start": 3, "line_end": 5, "url": None}
     ]
     assert one[1].also_at == []  # inputs are not modified
     # Empty category headings are never "duplicates" of each other.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html as html_module
 import inspect
 import re
@@ -367,3 +368,27 @@ def test_a_seed_is_named_by_its_title_and_says_when_it_has_no_upstream(capsys):
     assert "0a050bd8" not in printed and "“verl Troubleshooting”, lines 10–20" in printed
     assert place("verl/faq.rst", 3, 9) == "verl/faq.rst, lines 3–9"
     assert place("003_0a050bd8009ad8d6.txt", 3) == ""  # no readable name: the caller leaves it out
+
+
+def test_a_place_is_named_by_its_pages_title_and_a_page_with_no_link_says_where_to_read_it(capsys):
+    """Issue 36, point 4: "Also at verl/faq.rst, line 27" named by a local path a page its row names by
+    repository path; a verl community page's lead had no link and said nothing of where to read it."""
+    from rlhelper.cli import terminal
+    from rlhelper.schema import Hit
+
+    e = entry("Lower gpu_memory_utilization.", url=None)
+    e.doc, e.doc_title = "003_0a050bd8009ad8d6.txt", "verl Troubleshooting"
+    e.also_at = [{"doc": "verl/faq.rst", "doc_title": "verl FAQ", "heading": e.heading, "breadcrumb": [],
+                  "line_start": 27, "line_end": 30, "url": None}]
+    answer = build_answer("q", "q", [Hit(1, 0.9, e)], abstained=False)
+    for lang, also, read in (("en", "Also at “verl FAQ”, line 27", "read the whole section under “Show the whole entry”"),
+                             ("zh", "另见于 “verl FAQ”，第 27 行", "完整内容见下方“查看完整条目”")):
+        page = render.answer_html(dataclasses.replace(answer, query="q" if lang == "en" else "怎么办"),
+                                  entry_for=lambda _: e)
+        assert also in page and "verl/faq.rst" not in page, lang
+        assert read in page, lang
+    # Without the entry below the row, nothing is promised there.
+    bare = render.answer_html(dataclasses.replace(answer, hits=[]), entry_for=None)
+    assert "Show the whole entry" not in bare and "no known upstream" in bare
+    terminal.print_sources(answer)  # the terminal names the place the same way
+    assert "Also at “verl FAQ”, lines 27–30" in capsys.readouterr().out

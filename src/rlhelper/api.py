@@ -184,7 +184,11 @@ class Helper:
         read, moved = self._read_as_follow_up(query, previous, **search)
         if moved and (cued or not read.abstained) or followup.names_only(query):
             return read  # "what about slime?" that slime's docs do not answer says so: not "Installing slime"
-        if not read.abstained and followup.in_heading(query, read.hits[0].entry):
+        # Without a cue, a continuation finds an entry about both what it adds and the question before:
+        # "Megatron tensor parallel size mismatch" after "slime OOM during training" is a question of its
+        # own, though read with it it found "Megatron Arguments" (a heading word of its own, nothing of OOM).
+        lead = None if read.abstained else read.hits[0].entry
+        if lead and followup.in_heading(query, lead) and (cued or followup.about(previous.normalized_query, lead)):
             return read
         return alone or self._answer(query, **search)
 
@@ -215,15 +219,18 @@ class Helper:
         quoted = {h.entry.id: h.entry for h in previous.hits[0 if previous.follow_up_of else 1:]}
         exclude = [c.entry_id for c in previous.citations
                    if not ((e := quoted.get(c.entry_id)) and followup.in_heading(query, e))]
-        searched = followup.read_with(query, previous.normalized_query, moved_to if previous.abstained else None)
+        searched = followup.read_with(query, previous.normalized_query, moved_to)
         # The judge learnt single questions and reports, not a question glued to the message after it:
-        # a conversation is read by the pipeline alone (hybrid).
-        search = {**search, "mode": "hybrid" if search["mode"] == "judge" else search["mode"]}
+        # a conversation is read by the pipeline alone (hybrid). A move that adds nothing ("what about
+        # slime?") is the question before, alone, asked of that framework: the judge may read it.
+        if searched != " ".join(previous.normalized_query.split()):
+            search = {**search, "mode": "hybrid" if search["mode"] == "judge" else search["mode"]}
         # The phase the question before named ("rollout OOM") is the conversation's: "what about slime?"
         # asks for slime's rollout OOM, not its training OOM (phase.py holds the other phase back).
         said = phase.phase_asked(query) or followup.names_a_phase(query)
         held = None if said else phase.phase_asked(previous.normalized_query)
-        answer = self._answer(searched, **search, exclude=exclude, users_filters=not moved_to, held_phase=held)
+        answer = self._answer(searched, **search, exclude=exclude, users_filters=not moved_to, held_phase=held,
+                              about=previous.normalized_query if moved_to else None)
         # A detail the message adds ("on multiple nodes?") is what is asked now: an entry about it among
         # the first few leads, over entries that answer the question before again (its words dominate).
         about = next((i for i, h in enumerate(answer.hits[:DETAIL_WITHIN]) if followup.in_heading(query, h.entry)), 0)
@@ -245,9 +252,20 @@ class Helper:
                                    notices=[notice, *answer.notices]), moved_to is not None
 
     def _answer(self, query: str, *, k: int, framework, collection, lang, mode: str, exclude=(),
-                users_filters: bool = True, own_votes=None, held_phase: str | None = None) -> Answer:
+                users_filters: bool = True, own_votes=None, held_phase: str | None = None,
+                about: str | None = None) -> Answer:
+        """`about`: the question a moved follow-up asks again. The first listed entry whose headings name
+        its problem leads, flagged weak, over a lead that does not and over a "no entry on it" above a list
+        that shows it ("reward is always 0", then "what about slime?": slime's "Reward Collapse")."""
         result = self.retrieve(query, k=k, framework=framework, collection=collection, lang=lang, mode=mode,
                                exclude=exclude, own_votes=own_votes, held_phase=held_phase)
+        lead = next((i for i, h in enumerate(result.hits) if followup.about(about, h.entry)
+                     and phase.phase_of_entry(h.entry) in (None, held_phase or phase.phase_of_entry(h.entry))),
+                    None) if about else None  # not another phase's ("OOM During Training" for a rollout OOM)
+        if lead is not None and (lead > 0 or result.abstained):  # it leads; the others follow in order
+            hits = [result.hits[lead], *result.hits[:lead], *result.hits[lead + 1:]]
+            hits = [dataclasses.replace(h, rank=r) for r, h in enumerate(hits, start=1)]
+            result = dataclasses.replace(result, hits=hits, abstained=False, weak=True, companion=None)
         notices = list(result.notices)
         if result.abstained and (framework or collection or lang) and users_filters:
             notices += self._outside_the_filters(query, mode)

@@ -38,6 +38,10 @@ WORDS: dict[str, dict[str, str]] = {
     "sources.file_lines": {"en": "File {name}, lines {start}–{end}", "zh": "文件 {name}，第 {start}–{end} 行"},
     "sources.lines_of": {"en": "Lines {start}–{end} of {name}", "zh": "{name} 第 {start}–{end} 行"},
     "sources.no_upstream": {"en": "a community page with no known upstream", "zh": "社区页面，上游来源不明"},
+    # Said where no link can be: the page offers the section itself below the row (issue 36, point 4).
+    "sources.no_upstream_read": {"en": "a community page with no known upstream: read the whole section under "
+                                       "“Show the whole entry” below",
+                                 "zh": "社区页面，上游来源不明：完整内容见下方“查看完整条目”"},
     "place.lines": {"en": "lines {start}–{end}", "zh": "第 {start}–{end} 行"},
     "place.line": {"en": "line {start}", "zh": "第 {start} 行"},
     "place.in_doc": {"en": "{name}, {lines}", "zh": "{name}，{lines}"},

@@ -20,8 +20,8 @@ from .markup import code_block, esc, inline, link, markdown_html, preformatted, 
 from .sources import (
     collection_name,
     collection_note,
+    page_name,
     place,
-    readable_doc,
     short_trail,
     twin_label,
     twin_worth_naming,
@@ -69,16 +69,17 @@ def breadcrumb_html(doc_title: str, breadcrumb: list[str]) -> str:
     return f'<span title="{esc(" › ".join(title_trail(doc_title, breadcrumb)))}">{shown}</span>'
 
 
-def _location(url: str | None, collection: str = "", lang: str = "en") -> str:
+def _location(url: str | None, collection: str = "", lang: str = "en", shown_below: bool = False) -> str:
     """Where the source lives upstream (repository · path) and, in plain words on hover, what its
     collection is; the file and lines are in the entry's detail (_file_line). A shipped page with
-    no upstream says so, rather than leaving a bare collection name."""
+    no upstream says so, rather than leaving a bare collection name, and, with no link to give,
+    where to read it: the whole section, `shown_below` the row."""
     parts = [esc(where)] if (where := upstream(url)) else []
     if collection:
         parts.append(f'<span class="rl-coll" title="{esc(collection_note(collection, lang))}">'
                      f'{esc(collection_name(collection, lang))}</span>')
         if not url and collection == "seeds":
-            parts.append(esc(say("sources.no_upstream", lang)))
+            parts.append(esc(say("sources.no_upstream_read" if shown_below else "sources.no_upstream", lang)))
     return f'<span class="rl-loc">{" · ".join(parts)}</span>' if parts else ""
 
 
@@ -86,7 +87,7 @@ def _file_line(doc: str, line_start: int, line_end: int, doc_title: str = "", la
     """"Lines 10–20 of “verl Troubleshooting”": a page is named by its title, as the row above it names
     it (its local path, "File slime/qa.md", named the page a second way under the repository's path,
     issue 36); "File notes.md, lines 10–20" for a file without a title; "Lines 10–20" with no name."""
-    name = f"“{doc_title}”" if doc_title else readable_doc(doc)
+    name = page_name(doc, doc_title)
     if name and not name.startswith("“"):
         said = say("sources.file_lines", lang, name=name, start=line_start, end=line_end)
     elif name:
@@ -128,7 +129,8 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
     also = ""
     if also_at:
         places = ", ".join(where for a in also_at[:5]
-                           if (where := place(a.get("doc", ""), a.get("line_start", 0), same_doc=doc, lang=lang)))
+                           if (where := place(a.get("doc", ""), a.get("line_start", 0), doc_title=a.get("doc_title", ""),
+                                             same_doc=doc, lang=lang)))
         also = f'<div class="rl-muted">{esc(say("sources.also_at", lang, places=places))}</div>' if places else ""
     for twin in [t for t in twins or [] if twin_worth_naming(t, heading, entry_lang)]:  # another language or version
         where = place(twin["doc"], twin["line_start"], doc_title=twin.get("doc_title", ""), lang=lang)
@@ -146,13 +148,13 @@ def _source_row(number: int | None, title_html: str, url: str | None, location: 
 
 def citation_html(c: Citation, entry: Entry | None, matched: str | None = None, lang: str = "en") -> str:
     return _source_row(c.number, breadcrumb_html(c.doc_title, c.breadcrumb), c.url,
-                       _location(c.url, c.collection, lang), entry, c.also_at, c.twins, c.lang, matched,
+                       _location(c.url, c.collection, lang, entry is not None), entry, c.also_at, c.twins, c.lang, matched,
                        _file_line(c.doc, c.line_start, c.line_end, c.doc_title, lang), c.heading, c.doc, lang)
 
 
 def related_html(hit: Hit, lang: str = "en") -> str:
     e = hit.entry
-    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection, lang),
+    return _source_row(None, breadcrumb_html(e.doc_title, e.breadcrumb), e.url, _location(e.url, e.collection, lang, True),
                        e, twins=e.twins, entry_lang=e.lang, matched=hit.matched_question,
                        file_line=_file_line(e.doc, e.line_start, e.line_end, e.doc_title, lang), heading=e.heading,
                        doc=e.doc, lang=lang)

@@ -3,7 +3,7 @@ its collection is. Shared by the web page (render.py) and the terminal (terminal
 
     short_trail(doc_title, breadcrumb)  -> ["slime-rl-training (SkillHub capture)", "Issue: OOM During Training"]
     upstream(url)                       -> "NovaSky-AI/SkyRL · docs/.../troubleshooting.mdx"
-    place(doc, 201, 228, doc_title=...) -> "verl/faq.rst, lines 201–228" (a seed: "“verl Troubleshooting”, lines ...")
+    place(doc, 201, 228, doc_title=...) -> "“verl FAQ”, lines 201–228" (no title: "verl/faq.rst, lines ...")
     collection_note(name)               -> a plain sentence on what the collection holds
     collection_name(name)               -> how a collection is named beside a source ("seeds", "种子指南")
 
@@ -70,15 +70,22 @@ def readable_doc(doc: str, doc_title: str = "") -> str:
     return f"“{doc_title}”" if doc_title else ""
 
 
+def page_name(doc: str, doc_title: str = "") -> str:
+    """A page as its row names it: by its title in quotes; a file without one by its path (readable_doc).
+    Its local path ("verl/faq.rst") under a row naming it by repository path named one page two ways."""
+    return f"“{doc_title}”" if doc_title else readable_doc(doc)
+
+
 def place(doc: str, line_start: int, line_end: int | None = None, *, doc_title: str = "",
           same_doc: str | None = None, lang: str = "en") -> str:
-    """"verl/faq.rst, lines 201–228": a document and lines as a reader names them; "line 446" alone
-    when `same_doc` is the document at hand; "" for a document with no readable name."""
+    """"“verl FAQ”, lines 201–228" (or "notes.md, lines 3–9" without a title): a document and lines
+    as a reader names them; "line 446" alone when `same_doc` is the document at hand; "" for a
+    document with no readable name."""
     lines = (say("place.lines", lang, start=line_start, end=line_end) if line_end and line_end != line_start
              else say("place.line", lang, start=line_start))
     if same_doc is not None and doc == same_doc:
         return lines
-    name = readable_doc(doc, doc_title)
+    name = page_name(doc, doc_title)
     return say("place.in_doc", lang, name=name, lines=lines) if name else ""
 
 

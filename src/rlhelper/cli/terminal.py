@@ -52,7 +52,8 @@ def _citation_lines(answer: Answer) -> list[str]:
                                                          lang=lang), lang)
         lines += matched_line(matched.get(c.entry_id), lang)
         places = [one_line(where) for other in c.also_at
-                  if (where := place(other["doc"], other["line_start"], other["line_end"], same_doc=c.doc, lang=lang))]
+                  if (where := place(other["doc"], other["line_start"], other["line_end"],
+                                    doc_title=other.get("doc_title", ""), same_doc=c.doc, lang=lang))]
         lines += [click.style(f"    {say('sources.also_at', lang, places=where)}", dim=True) for where in places]
         lines += _twin_lines(c.twins, c.lang, lang)
     return lines

@@ -321,6 +321,7 @@ def _add_place(target: Entry, other: Entry) -> None:
     target.also_at.append(
         {
             "doc": other.doc,
+            "doc_title": other.doc_title,  # the page is named by its title, as its own row names it
             "heading": other.heading,
             "breadcrumb": list(other.breadcrumb),
             "line_start": other.line_start,

@@ -8,6 +8,7 @@
                                             framework or engine the message replaces, then the message
     framework_named(message)             -> the one framework it names, searched alone (a filter)
     in_heading(message, entry)           -> whether the entry found is about what the message adds
+    about(question, entry)               -> whether an entry's headings name the question's problem
 
 Searched alone, such a message has too few words to find anything, or finds an entry
 that merely names the framework ("Installing SkyRL"). Read with the question before it,
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 
 from ..index import lexical
+from . import glossary
 
 MAX_WORDS = 8  # a longer message is a question of its own
 
@@ -115,6 +117,26 @@ def in_heading(message: str, entry) -> bool:
     next-best answer to the previous question ("ok it works now")."""
     heading = set(lexical.tokenize(" ".join([*entry.breadcrumb[1:], entry.heading])))  # not the doc title
     return any(same_word(w, h) for w in _words(message) if w not in _NAMES for h in heading)  # a name is a filter
+
+
+def about(question: str, entry) -> bool:
+    """Whether the entry's headings name what the question is about: half of its words at least, in
+    the docs' words as well as the user's (a glossary term counts as its concept: "out of memory" is
+    the heading's "OOM"). "reward is always 0" and slime's "Issue: Reward Collapse" (reward, 1 of 2).
+    Such an entry, found when a follow-up moves the question to another framework, is a weak answer
+    there, not "no entry on it" above a list that shows it; one shared word of many ("weights" in
+    "Weights & Biases tables" and "Stale Weights in Async Mode") is not."""
+    heading = lexical.tokenize(" ".join([*entry.breadcrumb[1:], entry.heading]))
+    order = [w for w in _words(question) if w not in _NAMES and w not in _GROUPS[2]]  # filters, not the problem
+    words = set(order)
+    if not words:
+        return False
+    # A term's words are matched as the term: "maxed out" and "illegal memory access" are no OOM.
+    said, written = glossary.terms_in(order), glossary.terms_in(heading)
+    in_terms = set().union(*said.values()) if said else set()
+    covered = set().union(*(said[c] for c in said.keys() & written.keys()))
+    covered |= {w for w in words - in_terms if any(same_word(w, h) for h in heading)}
+    return len(covered & words) * 2 >= len(words)
 
 
 MIN_STEM = 5  # letters a shorter word must have to stand for a longer one ("fail", "time" are in too many)

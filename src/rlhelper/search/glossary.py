@@ -13,7 +13,7 @@ and zh/faq.rst, the latter also seed 001), its installation page, and slime's
 Q&A and debugging guides (ingest/official/slime/*.md and zh/*.md). The
 evidence column quotes the pair (tests/test_glossary.py checks that every
 term occurs in the corpus and every quote is verbatim). No row comes from
-anywhere else.
+anywhere else (USERS_TERMS, below, are the exception, one way).
 
 Matching works on tokens, so the same tokenizer as the index decides: a term
 matches when its tokens occur contiguously in the query's tokens (an
@@ -37,6 +37,14 @@ dev split, are in eval/DECISIONS.md):
   "out", and "out" pulls in every out-of-memory entry).
 
 Tokens already in the query are not added twice.
+
+USERS_TERMS adds a few RL terms the docs write only in English (no Chinese page covers rewards or
+gradients) while Chinese users write them in Chinese: "奖励一直是 0 怎么办" found the garbled-output
+entry, not "Rewards are always 0", because no word of it met an English one. Each row quotes the
+English docs and the question bank's Chinese questions (ingest/questions/, the ways users ask for
+each entry), and each works one way: the Chinese term adds the English words, never the reverse
+(the docs hold no Chinese to find, only the bank's questions, which would pull English queries
+toward whatever Chinese entry a question with that word belongs to).
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ class Concept:
     en: tuple[str, ...]
     zh: tuple[str, ...]
     evidence: str  # where the docs pair the terms
+    one_way: bool = False  # only the Chinese term adds the English (USERS_TERMS)
 
 
 # Abbreviations for the evidence column.
@@ -188,6 +197,20 @@ GLOSSARY: tuple[Concept, ...] = (
     Concept(("image",), ("镜像",), f"{_RLI}: 'Each image bundles' = '每个镜像都打包了'"),
 )
 
+# The bank's Chinese questions, for USERS_TERMS.
+_QB = "question bank (ingest/questions/)"
+
+USERS_TERMS: tuple[Concept, ...] = (
+    Concept(("reward",), ("奖励",),
+            "skyrl seed 000: 'Rewards are always 0'; slime seed 002: 'Reward drops to zero'; "
+            f"{_QB}, slime zh/qa.md: '奖励一直是 0'", one_way=True),
+    Concept(("gradient", "grad"), ("梯度",),
+            "slime qa.md 13: 'Gradient becomes NaN or Inf during training'; "
+            f"{_QB}, verl seed 004: '梯度爆炸怎么处理'", one_way=True),
+)
+
+ALL_CONCEPTS: tuple[Concept, ...] = GLOSSARY + USERS_TERMS
+
 
 @dataclass(frozen=True)
 class _Term:
@@ -200,7 +223,7 @@ class _Term:
 def _terms() -> dict[str, list[_Term]]:
     """Glossary terms as token tuples, indexed by their first token (built on first use)."""
     by_first: dict[str, list[_Term]] = {}
-    for number, concept in enumerate(GLOSSARY):
+    for number, concept in enumerate(ALL_CONCEPTS):
         for lang, surfaces in (("en", concept.en), ("zh", concept.zh)):
             for surface in surfaces:
                 tokens = tuple(tokenize(surface))
@@ -212,11 +235,11 @@ def _terms() -> dict[str, list[_Term]]:
 @cache
 def _additions(concept: int, lang: str, cross: bool) -> tuple[str, ...]:
     """Tokens a match of `concept` in language `lang` adds (see the module docstring)."""
-    entry = GLOSSARY[concept]
+    entry = ALL_CONCEPTS[concept]
     other = entry.zh if lang == "en" else entry.en
     same = entry.en if lang == "en" else entry.zh
     out: list[str] = []
-    if cross:
+    if cross and not (entry.one_way and lang == "en"):
         for surface in other:
             out.extend(tokenize(surface))
     for surface in same:
@@ -235,6 +258,17 @@ def matches(tokens: list[str]) -> list[tuple[int, str]]:
             if term.concept not in found and tuple(tokens[i : i + len(term.tokens)]) == term.tokens:
                 found[term.concept] = term.lang
     return list(found.items())
+
+
+def terms_in(tokens: list[str]) -> dict[int, set[str]]:
+    """The tokens of each glossary term found in them, by concept ("out of memory" -> its 3 words)."""
+    index = _terms()
+    found: dict[int, set[str]] = {}
+    for i, token in enumerate(tokens):
+        for term in index.get(token, ()):
+            if tuple(tokens[i : i + len(term.tokens)]) == term.tokens:
+                found.setdefault(term.concept, set()).update(term.tokens)
+    return found
 
 
 def expand(tokens: list[str]) -> list[str]:
