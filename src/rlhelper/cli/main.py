@@ -33,7 +33,7 @@ def main():
     """Find the troubleshooting entry that answers an RL post-training error, and cite it."""
 
 
-for command in (indexing.ingest, indexing.info, syncing.sync, asking.ask, asking.chat, asking.search, asking.serve,
+for command in (indexing.ingest, indexing.info, syncing.sync, syncing.trackers, asking.ask, asking.chat, asking.search, asking.serve,
                 asking.auth,
                 measuring.eval_, measuring.bench, learning.feedback, learning.questions, judging.judge):
     main.add_command(command)
