@@ -61,3 +61,27 @@ def test_a_model_file_that_is_not_one_is_refused_in_one_line(tmp_path, monkeypat
     monkeypatch.setenv("RLHELPER_RESOLUTION_FILE", str(tmp_path / "missing.json"))
     with pytest.raises(ConfigError, match="no resolution model at"):
         resolution_model()
+
+
+def test_the_shipped_model_was_fitted_on_the_dev_split_as_it_is_now_and_quotes_no_labelled_notice():
+    """The weights say what they were fitted on: a change to the corpus or to a dev label without a refit
+    (`python train/resolution/fit.py`) fails here. On those dev threads, no comment a reader labelled as a
+    cleanup notice is quoted, and every triage comment labelled as carrying advice is."""
+    from rlhelper import config
+    from rlhelper.ingest.github.entries import thread_entries
+    from rlhelper.measure.resolutioneval import data_hash, labelled_threads
+
+    folder = config.REPO_ROOT / "eval" / "threads-real"
+    threads = labelled_threads(folder, split="dev")
+    assert json.loads(SHIPPED.read_text())["data"] == data_hash(folder, threads)
+    notices = advice = 0
+    for t in threads:
+        found = resolve(t.thread, t.notices)
+        quoted = {f.comment.get("url") for f in found.fixes if f.comment}
+        notices += len(quoted & set(t.label["boilerplate"]))
+        advice += len(set(t.label["triage_advice"]) - quoted)
+        if found.resolved:  # the entry builds, and quotes nothing it should not
+            [entry], _ = thread_entries(json.dumps({"thread": t.thread, "notices": sorted(t.notices)}),
+                                        collection=f"github:{t.repo}", doc=f"issues/{t.number}", meta={"repo": t.repo})
+            assert not any(url in entry.text for url in t.label["boilerplate"])
+    assert notices == 0 and advice == 0

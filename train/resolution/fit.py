@@ -30,7 +30,7 @@ from rlhelper import config
 from rlhelper.ingest.github.resolution import resolve, thread_features
 from rlhelper.ingest.github.resolution_model import FORMAT, ResolutionModel
 from rlhelper.ingest.github.signals import FEATURES
-from rlhelper.measure.resolutioneval import labelled_threads, thread_figures
+from rlhelper.measure.resolutioneval import data_hash, labelled_threads, thread_figures
 
 TARGET_PRECISION, TARGET_RECALL = 0.90, 0.85  # the targets, per thread
 STRENGTHS = (0.1, 0.3, 1.0, 3.0, 10.0)  # C of scikit-learn's LogisticRegression
@@ -99,15 +99,6 @@ def out_of_fold(data, truth, strength):
         for i in np.flatnonzero(folds == k):
             scores[i] = thread_scores(model, [data[i]])[0]
     return scores
-
-
-def data_hash(folder: Path, threads) -> str:
-    digest = hashlib.sha256()
-    for path in sorted((folder / "corpus").glob("*.json")):
-        digest.update(path.read_bytes())
-    for t in threads:
-        digest.update(json.dumps(t.label, sort_keys=True).encode())
-    return digest.hexdigest()[:16]
 
 
 def main() -> None:

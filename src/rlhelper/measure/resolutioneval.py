@@ -13,6 +13,7 @@ Only the labels of the split asked for are returned: a test split's labels are r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from collections import Counter
@@ -89,6 +90,16 @@ def labelled_threads(folder: Path, split: str | None = "dev") -> list[LabelledTh
                 if label is not None:
                     found.append(LabelledThread(store.repo, number, thread, flagged.get(number, set()), label))
     return found
+
+
+def data_hash(folder: Path, threads: list[LabelledThread]) -> str:
+    """What a resolution model was fitted on: the corpus's exports and the labels of the threads read."""
+    digest = hashlib.sha256()
+    for path in sorted((Path(folder) / "corpus").glob("*.json")):
+        digest.update(path.read_bytes())
+    for t in sorted(threads, key=lambda t: (t.repo, t.number)):
+        digest.update(json.dumps(t.label, sort_keys=True).encode())
+    return digest.hexdigest()[:16]
 
 
 def thread_figures(threads: list[LabelledThread], predicted: dict[tuple[str, int], bool]) -> dict:
