@@ -61,8 +61,9 @@ def trackers(ctx, index, since, github_api_url, quiet):
 
     The token is GITHUB_TOKEN, else the GitHub CLI's (`gh auth token`). A first run fetches every
     issue (thousands of requests: about an hour of GitHub's limit for verl); it shows its progress,
-    and stopped by ^C or the rate limit, keeps what it fetched: run it again to go on from there.
-    `rlhelper sync` keeps the trackers current afterwards.
+    and stopped by ^C or the rate limit, keeps what it fetched (exit status 1): run it again to go on
+    from there. `rlhelper sync` keeps the trackers current afterwards, and `rlhelper info` counts their
+    threads by kind.
     """
     from .. import config
     from ..ingest.github.trackers import add_trackers
