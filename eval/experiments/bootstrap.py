@@ -2,6 +2,7 @@
 
     python eval/experiments/bootstrap.py eval/reports/threads-beside-the-docs/latest-test.json [...]
     python eval/experiments/bootstrap.py --mode judge REPORT.json [...]     # another mode's (the default's)
+    python eval/experiments/bootstrap.py --mode judge --split test REPORT.json   # one split of a report of all items
 
 Reads the report JSON `rlhelper eval` writes (per item: the rank of the first right hit, abstained,
 weak) and prints, per file, Recall@1 / Recall@3 over the answerable items and "unanswerable abstained or
@@ -29,11 +30,16 @@ def interval(values: list[float], seed: int = 0) -> tuple[float, float, float]:
 
 
 def main(paths: list[str]) -> None:
-    mode = "hybrid"
-    if paths[:1] == ["--mode"]:
-        mode, paths = paths[1], paths[2:]
+    mode, split = "hybrid", None
+    while paths[:1] in (["--mode"], ["--split"]):
+        if paths[0] == "--mode":
+            mode = paths[1]
+        else:
+            split = paths[1]
+        paths = paths[2:]
     for path in paths:
-        items = json.loads(open(path, encoding="utf-8").read())["items"]
+        items = [i for i in json.loads(open(path, encoding="utf-8").read())["items"]
+                 if split is None or i.get("split") == split]
         hybrid = [(bool(i["expected"]), i["modes"][mode]) for i in items]
         answerable = [m for a, m in hybrid if a]
         unanswerable = [m for a, m in hybrid if not a]
@@ -43,7 +49,8 @@ def main(paths: list[str]) -> None:
             "unanswerable abstained or weak": [float(m["abstained"] or m["weak"]) for m in unanswerable],
             "answerable wrongly abstained": [float(m["abstained"]) for m in answerable],
         }
-        print(f"{path} ({mode}): {len(answerable)} answerable, {len(unanswerable)} unanswerable")
+        print(f"{path} ({mode}{', ' + split if split else ''}): {len(answerable)} answerable, "
+              f"{len(unanswerable)} unanswerable")
         for name, values in rows.items():
             mean, low, high = interval(values)
             print(f"  {name:32s} {mean:.3f}  [{low:.3f}, {high:.3f}]")

@@ -27,7 +27,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from rlhelper import config
-from rlhelper.ingest.github.resolution import resolve, thread_features
+from rlhelper.ingest.github.resolution import NOT_ANSWERS, resolve, thread_features
 from rlhelper.ingest.github.resolution_model import FORMAT, ResolutionModel
 from rlhelper.ingest.github.signals import FEATURES
 from rlhelper.measure.resolutioneval import data_hash, labelled_threads, thread_figures
@@ -59,14 +59,14 @@ def fit(data, strength):
     return model
 
 
-ASKS = FEATURES.index("only_asks")  # resolve() never takes such a comment for a fix
+NEVER_FIX = [FEATURES.index(name) for name in NOT_ANSWERS]  # resolve() never takes such a comment for a fix
 
 
 def thread_scores(model, data):
     """Per thread: the best comment's probability (0 without comments), and whether GitHub records a fix."""
     out = []
     for x, _, recorded in data:
-        p = model.predict_proba(x)[:, 1] * (x[:, ASKS] == 0) if len(x) else []
+        p = model.predict_proba(x)[:, 1] * (x[:, NEVER_FIX].sum(axis=1) == 0) if len(x) else []
         out.append((float(max(p)) if len(x) else 0.0, recorded))
     return out
 

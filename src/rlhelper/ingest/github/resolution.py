@@ -15,7 +15,8 @@ thread's state). A few things are decided by how trackers work, not learned:
 * a workaround the reporter added to the body ("Update: solved by ...") with something to apply;
 * a GitHub App's comment and a comment GitHub shows minimised are no one's answer;
 * a comment every sentence of which asks (a question back, a request for logs or versions, even one
-  that names a config key in code) answers nothing: none of the labelled fixes is one;
+  that names a config key in code) answers nothing, and a "+1 / same here" (with or without the log it
+  pasted) is agreement: never taken for a fix (`NOT_ANSWERS`);
 * at most `MAX_FIXES` comments are quoted, the confirmed ones first, then the likeliest.
 
 A triage account's notice is a feature (`notice`), not an exclusion: the model learned that a
@@ -34,6 +35,7 @@ from .text import clean, holds_instructions, split_body
 
 __all__ = ["MAINTAINERS", "Fix", "Resolution", "is_bot", "resolve", "role_of"]
 
+NOT_ANSWERS = ("only_asks", "me_too")  # signals of a comment that is never a fix, whatever else it holds
 MAX_FIXES = 2  # quoted per thread: the best ones, shown in thread order
 JUDGED_CHARS = 8000  # of a comment judged (and quoted from): a fix is said before the log pasted under it
 
@@ -118,7 +120,7 @@ def resolve(thread: dict, notices: set | frozenset = frozenset(), model: Resolut
     scored = []
     for (_, comment, body, role), row, answers in zip(judged, rows, answered, strict=True):
         p = model.probability(row)
-        if p >= model.threshold and not row["only_asks"]:
+        if p >= model.threshold and not any(row[name] for name in NOT_ANSWERS):
             scored.append(Fix("comment", role, round(p, 4), body, comment, bool(row["confirmed"]), answers,
                               [name for name, value in row.items() if value]))
     body_fix = _body_fix(thread)

@@ -133,7 +133,8 @@ def comment_features(thread: dict, comments: list[tuple[dict, str, str]], notice
         instructions = holds_instructions(body)
         advice = advises(prose)
         asks = bool(_ASKS.search(prose)) and not advice
-        me_too = len(stripped) < 160 and bool(_ME_TOO.match(stripped) or _ME_TOO_LEAD.match(stripped)) \
+        # "Same here", alone or with the log it pasted: agreement, whatever the log's length.
+        me_too = len(prose.strip()) < 160 and bool(_ME_TOO.match(stripped) or _ME_TOO_LEAD.match(stripped)) \
             and not instructions
         reactions = comment.get("reactions") or {}
         up, down = _count(reactions.get("up")), _count(reactions.get("down"))
