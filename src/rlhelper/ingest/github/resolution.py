@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .boilerplate import is_notice_text, stale_words
+from .boilerplate import POLICY_TERMS, stale_words
 from .resolution_model import ResolutionModel, resolution_model
 from .signals import MAINTAINERS, SELF_SOLVED, advises, comment_features, role_of
 from .text import clean, holds_instructions, split_body
@@ -96,8 +96,9 @@ def thread_features(thread: dict, notices: set | frozenset = frozenset()):
     """(judged comments, their features, the comments short replies answer): what the model reads."""
     judged = judged_comments(thread)
     comments = [(c, body, role) for _, c, body, role in judged]
-    flagged = [position in notices or is_notice_text(body) for position, _, body, _ in judged]
     policy = [stale_words(body) for _, _, body, _ in judged]
+    flagged = [position in notices or words >= POLICY_TERMS or (words >= 1 and not holds_instructions(body))
+               for (position, _, body, _), words in zip(judged, policy, strict=True)]  # is_notice_text, counted once
     rows, answered = comment_features(thread, comments, flagged, policy)
     return judged, rows, answered
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -56,6 +57,13 @@ class ResolutionModel:
 
 
 def model_file() -> Path:
+    return _model_file(os.environ.get("RLHELPER_RESOLUTION_FILE"), os.environ.get("RLHELPER_CONFIG"),
+                       os.environ.get("XDG_CONFIG_HOME"), os.environ.get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _model_file(*where) -> Path:
+    """The setting's file for these variables (resolve() asks per thread: the config file is read once)."""
     setting = config.setting("resolution_file", default=None)
     return Path(setting).expanduser() if setting else SHIPPED
 

@@ -83,10 +83,10 @@ _PENDING = re.compile(r"\b(?:look(?:ing)? into|tak(?:e|ing) a look|(?:will|'ll|g
                       r"|investigating|working on (?:it|this|a fix)|on our (?:list|radar|roadmap)|stay tuned|in progress)\b"
                       r"|跟进|在看|看一下|排查中|稍后|正在(?:修复|处理|开发|排查)|会(?:尽快)?(?:修复|处理|支持)", re.I)
 _INLINE_CODE = re.compile(r"`[^`\n]{1,300}`")
-_DOC_LINK = re.compile(r"https?://[^\s)>\]]{0,300}(?:readthedocs|/docs?/|docs\.|\.md\b|\.rst\b|\.html?\b|/wiki)", re.I)
-_CODE_LINK = re.compile(r"https?://github\.com/[^\s)>\]]{1,200}/(?:blob|tree)/", re.I)
-_PR_LINK = re.compile(r"/pull/\d{1,7}\b|\b(?:PR|pull request)\s*#?\d{1,7}\b|\b(?:fixed|resolved|closed) (?:in|by|via) #\d{1,7}\b", re.I)
-_ISSUE_LINK = re.compile(r"/issues/\d{1,7}\b|(?<![\w/&])#\d{1,7}\b")
+_URL = re.compile(r"https?://[^\s)>\]\"']{1,300}", re.I)
+_DOC_URL = re.compile(r"readthedocs|/docs?/|//docs\.|\.md\b|\.rst\b|\.html?\b|/wiki", re.I)
+_PR_REF = re.compile(r"\b(?:PR|pull request)\s*#?\d{1,7}\b|\b(?:fixed|resolved|closed) (?:in|by|via) #\d{1,7}\b", re.I)
+_HASH_REF = re.compile(r"(?<![\w/&])#\d{1,7}\b")
 
 # The features, in the order the model's weights are stored. Each is in [0, 1].
 FEATURES = (
@@ -143,7 +143,7 @@ def comment_features(thread: dict, comments: list[tuple[dict, str, str]], notice
         answers = _answered(comments, i) if role != "reporter" and len(stripped) <= SHORT_REPLY else None
         answered.append(answers)
         text = body[:4000]
-        links = [bool(p.search(text)) for p in (_DOC_LINK, _CODE_LINK, _PR_LINK, _ISSUE_LINK)]
+        links = _links(text)
         rows.append({
             "maintainer": float(role == "maintainer"),
             "contributor": float(role == "contributor"),
@@ -158,7 +158,7 @@ def comment_features(thread: dict, comments: list[tuple[dict, str, str]], notice
             "me_too": float(me_too),
             "acknowledges": float(role != "reporter" and bool(_THANKS_LEAD.match(stripped)) and not instructions),
             "tiny": float(not instructions and len(stripped) < 15),
-            "pending": float(bool(_PENDING.search(prose[:2000]))),
+            "pending": float(not me_too and bool(_PENDING.search(prose[:2000]))),
             "brief": float(len(stripped) < BRIEF_CHARS and not (instructions or advice or any(links))),
             # Repeating the flag someone else suggested confirms their answer; it is no solution of one's own.
             "self_solved": float(role == "reporter" and not repeats and self_solved(body, prose, instructions)),
@@ -187,6 +187,16 @@ def comment_features(thread: dict, comments: list[tuple[dict, str, str]], notice
             "not_planned": float(str(thread.get("state_reason") or "").lower() == "not_planned"),
         })
     return rows, answered
+
+
+def _links(text: str) -> list[bool]:
+    """Links to docs, code, pull requests, issues: the URLs found once, then told apart by their paths."""
+    urls = _URL.findall(text) if "http" in text else []
+    hashed = "#" in text
+    return [any(_DOC_URL.search(u) for u in urls),
+            any("github.com/" in u and ("/blob/" in u or "/tree/" in u) for u in urls),
+            any("/pull/" in u for u in urls) or bool(_PR_REF.search(text)),
+            any("/issues/" in u for u in urls) or (hashed and bool(_HASH_REF.search(text)))]
 
 
 def _count(value) -> int:
