@@ -78,7 +78,7 @@ def default_threads() -> tuple[list[dict], dict[int, list[dict]], dict[int, list
                     "`~/.cache/widgetrl/manifests` and set `io.verify_shards=lazy`; fixed for good in the next "
                     "release.", "2025-02-21"),
             comment(103, 1, "helper-bot[bot]", "COLLABORATOR", "This issue is stale.", "2025-02-28")],
-        2: [comment(201, 2, "someone", "CONTRIBUTOR", "It moved.", "2025-03-02")],
+        2: [comment(201, 2, "someone", "CONTRIBUTOR", "Which page do you mean?", "2025-03-02")],
         4: [comment(401, 4, "owner", "OWNER", "<script>alert('pwned-reply')</script> Build with "
                     "`FLIMFLAM_SAFE=1` until the kernel fix lands. [click](javascript:alert(2))", "2025-03-04")],
         6: [comment(601, 6, "maint", "MEMBER", "Looking into it.", "2025-03-06")],
