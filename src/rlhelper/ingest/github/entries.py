@@ -1,4 +1,5 @@
-"""A closed issue's thread -> one index entry: the problem, and where the thread says it was fixed.
+"""An issue's thread, closed or open -> one index entry: the problem, and where the thread says it was
+fixed or answered.
 
     thread_sources(store, repo)        stored threads -> documents for ingest (ingest.Sources)
     thread_entries(text, ...)          one thread document (JSON text) -> [Entry], build_entries' signature
@@ -16,14 +17,16 @@ The entry's text, in the labelled shape answers cut into parts (answer/extractiv
     **Workaround in the report:** what the reporter added to the issue ("Update: ...")
     Closed by commit [0a1b2c3](link).
 
-Which comments hold a fix is resolution.py's judgement (by role, content, the reporter's
-confirmation, reactions, place); notices are recognised across the whole repository first
-(boilerplate.py), so a triage account's cleanup notice is never quoted as a fix. A thread
-is resolved when something in it holds a fix or a pull request or a commit closed it; the
-others are left out unless asked for, since a report without an answer answers nothing.
+Which comments hold a fix is resolution.py's judgement (a model learned from labelled real threads,
+over the comment's role, content, links, the reporter's word on it, its place); notices are
+recognised across the whole repository first (boilerplate.py) and are one of its signals. A thread
+is resolved when something in it holds a fix or an answer, or a pull request or a commit closed it;
+the others are left out (closed ones kept with --include-unresolved), since a report without an
+answer answers nothing. What was kept and left out is counted per collection (THREAD_COUNTS).
 
 The entry's `doc_title` says what it is ("Reported issue verl#523, closed 2025-03 (fixed by
-#540)"), so every renderer shows it as a report, not as documentation, and `kind` is
+#540)", "Reported issue verl#611, still open (opened 2025-04)"), so every renderer shows it as
+a report, not as documentation, and `kind` is
 "issue", which ranking and the confidence use (search/). Its language is the problem's
 (title and prose), not the thread's: an English report with a bilingual notice is English.
 
