@@ -81,7 +81,7 @@ def default_threads() -> tuple[list[dict], dict[int, list[dict]], dict[int, list
         2: [comment(201, 2, "someone", "CONTRIBUTOR", "Which page do you mean?", "2025-03-02")],
         4: [comment(401, 4, "owner", "OWNER", "<script>alert('pwned-reply')</script> Build with "
                     "`FLIMFLAM_SAFE=1` until the kernel fix lands. [click](javascript:alert(2))", "2025-03-04")],
-        6: [comment(601, 6, "maint", "MEMBER", "Looking into it.", "2025-03-06")],
+        6: [comment(601, 6, "maint", "MEMBER", "Which storage backend do you upload to?", "2025-03-06")],
     }
     events = {1: [{"event": "referenced", "commit_id": "aaaa"},
                   {"event": "closed", "commit_id": "0123456789abcdef0123456789abcdef01234567",

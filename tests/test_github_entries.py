@@ -63,7 +63,8 @@ def test_a_thread_is_resolved_by_a_fix_in_it_or_what_closed_it(comments, closed_
 
 def test_open_threads_with_an_answer_are_kept_and_the_unresolved_left_out_unless_asked_for():
     threads = {1: thread(1, [reply(1)]), 2: thread(2), 3: thread(3, [reply(3)], state="open", closed_at=None),
-               4: thread(4, [reply(4, body="Looking into it.")], state="open", closed_at=None)}
+               4: thread(4, [reply(4, association="NONE", author="other", body="Any update on this?")], state="open",
+                         closed_at=None)}
     found = thread_sources(threads, REPO)
     assert [d.doc for d in found.docs] == ["issues/1", "issues/3"] and "1 closed issue(s)" in found.notes[0]
     assert "1 open issue(s)" in found.notes[1]

@@ -38,7 +38,7 @@ def test_first_sync_stores_closed_issues_with_their_comments_across_pages(fake, 
     threads = store.load()
     assert sorted(threads) == [1, 2, 4, 5, 6]  # the pull request (3) skipped
     # An open thread's comments are read too (its answer is indexed, shown as open); no events: nothing closed it.
-    assert threads[6]["state"] == "open" and [c["body"] for c in threads[6]["comments"]] == ["Looking into it."]
+    assert threads[6]["state"] == "open" and [c["body"] for c in threads[6]["comments"]] == ["Which storage backend do you upload to?"]
     assert fake.listed(f"/repos/{REPO}/issues/6/comments") and not fake.listed(f"/repos/{REPO}/issues/6/events")
     listed = fake.listed(f"/repos/{REPO}/issues?")
     assert len(listed) == 3 and "state=all" in listed[0] and "page=2" in listed[1]  # Link: rel="next"

@@ -327,5 +327,7 @@ def test_a_maintainers_command_or_pointer_answers_in_an_open_thread_as_in_a_clos
         assert fix.role == "maintainer" and resolve(thread(1, [comment(1, "maint", body, "MEMBER")], state=state)).resolved
 
 
-def test_a_promise_in_an_open_thread_is_no_answer():
-    assert not resolve(thread(1, [comment(1, "maint", "Looking into it.", "MEMBER")], state="open")).resolved
+@pytest.mark.parametrize("state", ["closed", "open"])
+def test_a_question_back_or_a_me_too_leaves_a_thread_without_an_answer(state):
+    for body in ("Any update on this?", "Same here with 4 GPUs."):
+        assert not resolve(thread(1, [comment(1, "passerby", body)], state=state)).resolved
