@@ -78,10 +78,10 @@ def default_threads() -> tuple[list[dict], dict[int, list[dict]], dict[int, list
                     "`~/.cache/widgetrl/manifests` and set `io.verify_shards=lazy`; fixed for good in the next "
                     "release.", "2025-02-21"),
             comment(103, 1, "helper-bot[bot]", "COLLABORATOR", "This issue is stale.", "2025-02-28")],
-        2: [comment(201, 2, "someone", "CONTRIBUTOR", "It moved.", "2025-03-02")],
+        2: [comment(201, 2, "someone", "CONTRIBUTOR", "Which page do you mean?", "2025-03-02")],
         4: [comment(401, 4, "owner", "OWNER", "<script>alert('pwned-reply')</script> Build with "
                     "`FLIMFLAM_SAFE=1` until the kernel fix lands. [click](javascript:alert(2))", "2025-03-04")],
-        6: [comment(601, 6, "maint", "MEMBER", "Looking into it.", "2025-03-06")],
+        6: [comment(601, 6, "maint", "MEMBER", "Which storage backend do you upload to?", "2025-03-06")],
     }
     events = {1: [{"event": "referenced", "commit_id": "aaaa"},
                   {"event": "closed", "commit_id": "0123456789abcdef0123456789abcdef01234567",
@@ -98,6 +98,8 @@ class FakeGitHub:
         self.per_page_cap = per_page_cap  # small, so pagination is exercised with a handful of issues
         self.commit_pulls: dict[str, list[dict]] = {}  # sha -> GET /repos/O/R/commits/SHA/pulls
         self.old_names: set[str] = set()  # names the repository had: answered with a 301 to /repositories/ID
+        # Other repositories served beside REPO: "owner/name" -> (issues, comments, events), their own threads.
+        self.others: dict[str, tuple[list[dict], dict, dict]] = {}
         self.token = token
         self.requests: list[str] = []  # path?query of every request, in order
         self.auth_headers: list[str | None] = []
@@ -141,24 +143,27 @@ class FakeGitHub:
             return 301, {"location": location + (f"?{query_text}" if query_text else "")}, {"message": "Moved"}
         if parts[:2] == ["repositories", str(REPO_ID)]:
             parts = ["repos", *REPO.split("/"), *parts[2:]]
-        if parts[:3] != ["repos", *REPO.split("/")]:
+        name = "/".join(parts[1:3])
+        if parts[:1] != ["repos"] or (name != REPO and name not in self.others):
             return 404, {}, {"message": "Not Found"}
+        issues, comments, events = (self.issues, self.comments, self.events) if name == REPO else self.others[name]
         rest = parts[3:]
         if rest == []:
-            return 200, {}, {"id": REPO_ID, "full_name": REPO, "html_url": HTML}
+            return 200, {}, {"id": REPO_ID if name == REPO else hash(name) % 10**6, "full_name": name,
+                             "html_url": HTML if name == REPO else f"https://github.example/{name}"}
         if len(rest) == 3 and rest[0] == "commits" and rest[2] == "pulls":
             return 200, {}, self.commit_pulls.get(rest[1], [])
         if rest == ["issues"]:
-            return self._page(path, query, self._list(query))
+            return self._page(path, query, self._list(query, issues))
         if len(rest) == 3 and rest[0] == "issues" and rest[2] == "comments":
-            return self._page(path, query, self.comments.get(int(rest[1]), []))
+            return self._page(path, query, comments.get(int(rest[1]), []))
         if len(rest) == 3 and rest[0] == "issues" and rest[2] == "events":
-            return 200, {}, self.events.get(int(rest[1]), [])
+            return 200, {}, events.get(int(rest[1]), [])
         return 404, {}, {"message": "Not Found"}
 
-    def _list(self, query: dict) -> list[dict]:
+    def _list(self, query: dict, issues: list[dict]) -> list[dict]:
         state = query.get("state", "open")
-        items = [i for i in self.issues if state == "all" or i["state"] == state]
+        items = [i for i in issues if state == "all" or i["state"] == state]
         if query.get("since"):
             items = [i for i in items if i["updated_at"] >= query["since"]]
         if query.get("labels"):

@@ -50,7 +50,7 @@ def test_the_framework_is_the_repository_name(repo, framework):
     ([reply(1, "MEMBER")], None, True),
     ([reply(1, "OWNER")], None, True),
     ([reply(1, "COLLABORATOR")], None, True),
-    ([reply(1, "MEMBER", body="Looking into it.")], None, False),  # a maintainer's word, but no fix in it
+    ([reply(1, "MEMBER", body="Could you share the full log?")], None, False),  # a maintainer's word, but it only asks
     ([reply(1, "CONTRIBUTOR", body="Same here"), reply(2, "NONE", body="+1")], None, False),
     ([reply(1, "COLLABORATOR", author="stale[bot]")], None, False),  # a bot is no one's fix
     ([reply(1, "MEMBER", body="   ")], None, False),
@@ -61,13 +61,28 @@ def test_a_thread_is_resolved_by_a_fix_in_it_or_what_closed_it(comments, closed_
     assert is_resolved(thread(comments=comments, closed_by=closed_by)) is resolved
 
 
-def test_unresolved_and_open_threads_are_left_out_unless_asked_for():
-    threads = {1: thread(1, [reply(1)]), 2: thread(2), 3: thread(3, [reply(3)], state="open")}
+def test_open_threads_with_an_answer_are_kept_and_the_unresolved_left_out_unless_asked_for():
+    threads = {1: thread(1, [reply(1)]), 2: thread(2), 3: thread(3, [reply(3)], state="open", closed_at=None),
+               4: thread(4, [reply(4, association="NONE", author="other", body="Any update on this?")], state="open",
+                         closed_at=None)}
     found = thread_sources(threads, REPO)
-    assert [d.doc for d in found.docs] == ["issues/1"] and "1 closed issue(s)" in found.notes[0]
-    assert found.replaced == {f"github:{REPO}"}  # read whole: a thread reopened since leaves the index
+    assert [d.doc for d in found.docs] == ["issues/1", "issues/3"] and "1 closed issue(s)" in found.notes[0]
+    assert "1 open issue(s)" in found.notes[1]
+    assert found.collections[f"github:{REPO}"]["threads"] == {
+        "resolved": 1, "open with an answer": 1, "closed without a fix": 1, "open without an answer": 1}
+    assert found.replaced == {f"github:{REPO}"}  # read whole: a thread gone since leaves the index
     everything = thread_sources(threads, REPO, include_unresolved=True, collection="mine")
-    assert [d.doc for d in everything.docs] == ["issues/1", "issues/2"] and everything.docs[0].collection == "mine"
+    assert [d.doc for d in everything.docs] == ["issues/1", "issues/2", "issues/3"]
+    assert everything.docs[0].collection == "mine"
+
+
+def test_an_open_thread_is_titled_as_open_and_its_answer_says_whose_it_is_with_its_link():
+    t = thread(3, [reply(3, association="CONTRIBUTOR", author="helper")], state="open", closed_at=None,
+               created_at="2025-02-01T00:00:00Z")
+    entry = entry_of(t)
+    assert entry.doc_title == "Reported issue widgetrl#3, still open (opened 2025-02)"
+    assert f"**Fix from another user:** [@helper, 2025-02-03](https://github.example/{REPO}/issues/1#issuecomment-3)" \
+        " (a contributor to the project)" in entry.text
 
 
 def test_an_old_name_of_the_repository_leaves_the_index():
@@ -129,8 +144,10 @@ def test_a_link_that_is_no_web_address_is_not_made_a_link():
 
 
 def test_report_titles():
-    assert report_title(REPO, {"number": 5, "closed_at": None}) == "Reported issue widgetrl#5"
-    assert report_title(REPO, {"number": 5, "closed_at": "2024-12-31T00:00:00Z", "closed_by": {"ref": "abc1234"}}) \
+    assert report_title(REPO, {"number": 5, "state": "closed", "closed_at": None}) == "Reported issue widgetrl#5"
+    assert report_title(REPO, {"number": 5, "state": "open", "closed_at": None}) == "Reported issue widgetrl#5, still open"
+    assert report_title(REPO, {"number": 5, "state": "closed", "closed_at": "2024-12-31T00:00:00Z",
+                               "closed_by": {"ref": "abc1234"}}) \
         == "Reported issue widgetrl#5, closed 2024-12 (fixed by abc1234)"
 
 

@@ -37,8 +37,9 @@ def test_first_sync_stores_closed_issues_with_their_comments_across_pages(fake, 
     assert report.complete and report.pull_requests == 1
     threads = store.load()
     assert sorted(threads) == [1, 2, 4, 5, 6]  # the pull request (3) skipped
-    assert threads[6]["state"] == "open" and not threads[6]["comments"]  # stored bare: not indexed
-    assert not fake.listed(f"/repos/{REPO}/issues/6/")
+    # An open thread's comments are read too (its answer is indexed, shown as open); no events: nothing closed it.
+    assert threads[6]["state"] == "open" and [c["body"] for c in threads[6]["comments"]] == ["Which storage backend do you upload to?"]
+    assert fake.listed(f"/repos/{REPO}/issues/6/comments") and not fake.listed(f"/repos/{REPO}/issues/6/events")
     listed = fake.listed(f"/repos/{REPO}/issues?")
     assert len(listed) == 3 and "state=all" in listed[0] and "page=2" in listed[1]  # Link: rel="next"
     assert len(fake.listed(f"/repos/{REPO}/issues/1/comments")) == 2  # 3 comments, 2 a page
@@ -217,6 +218,27 @@ def test_a_renamed_repository_is_followed_and_stored_under_its_new_name(fake, tm
     assert not old_store.folder.exists() and update.store.count() == 5  # its old store moved, then brought up to date
     assert fake.listed("/repos/oldacme/widgetrl") and fake.listed("/repositories/4242")  # the API's redirect
     assert fake.listed(f"/repos/{REPO}/issues?")  # then the new name's issues
+
+
+def test_a_repository_renamed_after_its_first_sync_is_found_by_its_listing_redirect(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    old = "oldacme/widgetrl"
+    fake.old_names.add(old)
+    ThreadStore(old, tmp_path).save_state({"since": {"": "2025-03-01T00:00:00Z"}, "repo": old})  # synced before
+    messages = []
+    update = update_threads(old, api_url=fake.url, notify=messages.append, root=tmp_path)
+    # Its name was not asked first (a no-change sync is one request); the listing's 301 made the run ask.
+    assert fake.requests[0].startswith(f"/repos/{old}/issues?")
+    assert update.store.repo == REPO and update.renamed_from == [old]
+    assert any(f"{old} is now {REPO}" in m for m in messages) and update.store.count() == 5
+
+
+def test_a_no_change_sync_of_a_repository_synced_before_is_one_request(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    update_threads(REPO, api_url=fake.url, root=tmp_path)
+    fake.requests.clear()
+    again = update_threads(REPO, api_url=fake.url, root=tmp_path)
+    assert again.fetched == 0 and len(fake.requests) == 1 and fake.requests[0].startswith(f"/repos/{REPO}/issues?")
 
 
 def test_an_export_saved_before_a_rename_is_read_with_an_alias(tmp_path):

@@ -60,6 +60,13 @@ def test_the_corpus_is_found_beside_the_set_and_an_old_name_is_read_as_todays(tm
     assert guessed_renames(folder, [NEW, OLD]) == {}  # a set that expects both names: no guess
 
 
+def test_a_sets_corpus_folder_may_spell_its_name_with_hyphens(tmp_path):
+    (tmp_path / "threads-real" / "corpus").mkdir(parents=True)
+    assert corpus_folder(tmp_path / "threads_real.jsonl") == tmp_path / "threads-real" / "corpus"
+    (tmp_path / "threads_real" / "corpus").mkdir(parents=True)  # the set's own spelling wins when both are there
+    assert corpus_folder(tmp_path / "threads_real.jsonl") == tmp_path / "threads_real" / "corpus"
+
+
 @pytest.mark.slow
 def test_rlhelper_eval_reports_a_thread_set_among_the_threads_and_beside_the_docs(tmp_path, usem3_cache_dir):
     path = write_set(tmp_path)

@@ -1,18 +1,19 @@
-"""Dev study: does the GitHub source find each thread's fix where the labels say it is?
+"""Does the GitHub source find each labelled thread's fix where the reader says it is?
 
-    python eval/experiments/thread_resolution.py [--verbose]
+    python eval/experiments/thread_resolution.py [--corpus eval/threads-real] [--split dev] [--verbose]
 
-Reads the invented corpus (eval/threads/corpus) as `rlhelper ingest --github` reads it, and the
-ground-truth labels of the DEV threads only (eval/threads/labels.jsonl, split "dev": the test
-threads' labels are never opened past their split field). Prints, over the dev threads:
+Reads a labelled corpus (a folder with corpus/*.json exports and labels.jsonl: eval/threads-real, or the
+invented eval/threads) as `rlhelper ingest --github` reads it, and the labels of ONE split (dev unless
+asked; the test split is run once, at the end). Prints, over that split's threads:
 
-- resolved: the entry exists (a fix, a closing pull request or commit was found) vs `has_resolution`;
-- notices quoted: labelled boilerplate comments quoted in an entry (the target is none);
-- fix comments found: labelled fix comments quoted, and quoted comments that are no labelled fix;
-- the closing pull request quoted where the labels say the fix is in its description;
-- the language of each entry against the label's.
+- per thread, "has a fix" (or an answer): precision and recall, for closed and open threads, and the
+  recall per kind of fix the reader labelled (maintainer, pointer, doc-found, reporter, reporter-confirms,
+  other-user, feature-answer, triage-summary, pr, body), with paired-bootstrap-free counts (n/N);
+- precision per role of the quoted fix (who the answer says it quotes);
+- per comment: labelled fix comments quoted in the entry, labelled cleanup notices quoted (the target is
+  none), a triage account's comments with advice quoted.
 
---verbose lists the dev threads where a figure is off (numbers and shapes only, no thread text).
+--verbose lists the threads where a figure is off (repository#number, kinds, no text).
 """
 
 from __future__ import annotations
@@ -20,27 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 from rlhelper import config
-from rlhelper.ingest.github.entries import thread_sources
-from rlhelper.ingest.github.source import update_threads
-from rlhelper.measure.threadeval import corpus_folder, corpus_repositories, guessed_renames, read_renames
+from rlhelper.ingest.github.entries import thread_entries
+from rlhelper.ingest.github.resolution import resolve
+from rlhelper.measure.resolutioneval import labelled_threads, thread_figures
 
-EVAL = config.REPO_ROOT / "eval" / "threads.jsonl"
-LABELS = config.REPO_ROOT / "eval" / "threads" / "labels.jsonl"
 _LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
-
-
-def dev_labels() -> dict[tuple[str, int], dict]:
-    out = {}
-    for line in LABELS.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row.get("split") == "dev":
-            out[(row["repo"], int(row["number"]))] = row
-    return out
 
 
 def canonical(url: str) -> str:
@@ -49,59 +38,40 @@ def canonical(url: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", type=Path, default=config.REPO_ROOT / "eval" / "threads-real")
+    parser.add_argument("--split", default="dev", choices=["dev", "test"])
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
-    labels = dev_labels()
-    folder = corpus_folder(EVAL)
-    expected = sorted({repo for repo, _ in labels})
-    renames = read_renames(folder) or guessed_renames(folder, expected)
-    counts: Counter = Counter()
-    off: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for repo, exports in corpus_repositories(folder, renames).items():
-            aliases = {old: new for old, new in renames.items() if new == repo}
-            update = update_threads(repo, exports=exports, aliases=aliases, root=Path(tmp))
-            found = thread_sources(update.store, update.store.repo)
-            entries = {}
-            for doc in found.docs:
-                [entry], _ = doc.build(doc.read(), collection=doc.collection, doc=doc.doc, meta=doc.meta)
-                entries[int(doc.doc.split("/")[1])] = entry
-            for (label_repo, number), label in labels.items():
-                if label_repo != repo or label["state"] != "closed":
-                    continue
-                counts["dev threads"] += 1
-                entry = entries.get(number)
-                truth = label["has_resolution"]
-                counts[f"resolved {bool(entry)} / labelled {truth}"] += 1
-                if bool(entry) != truth:
-                    off.append(f"{repo}#{number} resolved={bool(entry)} labelled={truth} shapes={label['shapes']}")
-                if entry is None:
-                    continue
-                quoted = {canonical(u) for u in _LINK.findall(entry.text) if "#issuecomment-" in u}
-                notices = {canonical(u) for u in label["boilerplate"]}
-                fixes = {canonical(u) for u in label["resolution"]["comment_urls"]}
-                counts["notices quoted"] += len(quoted & notices)
-                if quoted & notices:
-                    off.append(f"{repo}#{number} quotes a notice shapes={label['shapes']}")
-                counts["labelled fix comments"] += len(fixes)
-                counts["labelled fix comments quoted"] += len(fixes & quoted)
-                answers = label["resolution"].get("answers")
-                extra = quoted - fixes - ({canonical(answers)} if answers else set())
-                counts["quoted comments that are no labelled fix"] += len(extra)
-                if fixes - quoted or extra:
-                    off.append(f"{repo}#{number} fixes missed={len(fixes - quoted)} extra={len(extra)} "
-                               f"shapes={label['shapes']} kinds={label['resolution']['kinds']}")
-                if "pr" in label["resolution"]["where"]:
-                    counts["fix in a pull request"] += 1
-                    counts["fix in a pull request, quoted"] += "**Fixed by pull request:**" in entry.text
-                if "body" in label["resolution"]["where"]:
-                    counts["fix in the body"] += 1
-                    counts["fix in the body, quoted"] += "**Workaround in the report:**" in entry.text
-                counts[f"language right: {entry.lang == label['lang']}"] += 1
-                if entry.lang != label["lang"]:
-                    off.append(f"{repo}#{number} lang={entry.lang} labelled={label['lang']}")
-    for name in sorted(counts):
-        print(f"{name:45s} {counts[name]}")
+    threads = labelled_threads(args.corpus, split=args.split)
+    predicted, counts, off = {}, Counter(), []
+    for t in threads:
+        found = resolve(t.thread, t.notices)
+        predicted[(t.repo, t.number)] = found.resolved
+        truth = bool(t.label.get("has_resolution"))
+        if found.resolved != truth:
+            off.append(f"{t.repo}#{t.number} {t.label.get('state')} resolved={found.resolved} labelled={truth} "
+                       f"kinds={t.kinds} roles={[f.role for f in found.fixes]}")
+        for fix in found.fixes:
+            counts[f"quoted {fix.role}: {'right' if truth else 'wrong'}"] += 1
+        if not found.resolved:
+            continue
+        document = json.dumps({"thread": t.thread, "notices": sorted(t.notices), "duplicates": []})
+        [entry], _ = thread_entries(document, collection=f"github:{t.repo}", doc=f"issues/{t.number}",
+                                    meta={"repo": t.repo})
+        quoted = {canonical(u) for u in _LINK.findall(entry.text) if "#issuecomment-" in u}
+        fixes = {canonical(u) for u in (t.label.get("resolution") or {}).get("comment_urls") or []}
+        notices = {canonical(u) for u in t.label.get("boilerplate") or []}
+        advice = {canonical(u) for u in t.label.get("triage_advice") or []}
+        counts["labelled fix comments (threads found)"] += len(fixes)
+        counts["labelled fix comments quoted"] += len(fixes & quoted)
+        counts["labelled notices quoted"] += len(quoted & notices)
+        counts["triage advice comments"] += len(advice)
+        counts["triage advice comments quoted"] += len(advice & quoted)
+        if quoted & notices:
+            off.append(f"{t.repo}#{t.number} quotes a notice")
+    figures = thread_figures(threads, predicted)
+    print(json.dumps({"corpus": str(args.corpus), "split": args.split, **figures, "comments": dict(sorted(counts.items()))},
+                     indent=2, ensure_ascii=False))
     if args.verbose:
         print("\n".join(off))
 

@@ -17,7 +17,7 @@ from ..version import __version__
 # Each command's module is imported when that command runs (or --help lists them): `rlhelper ask`
 # never imports what ingest, eval or the web server need.
 COMMANDS = {
-    "ingest": "indexing:ingest", "info": "indexing:info", "sync": "syncing:sync", "ask": "asking:ask",
+    "ingest": "indexing:ingest", "info": "indexing:info", "sync": "syncing:sync", "trackers": "syncing:trackers", "ask": "asking:ask",
     "chat": "asking:chat", "search": "asking:search", "serve": "asking:serve", "auth": "asking:auth",
     "eval": "measuring:eval_", "bench": "measuring:bench", "feedback": "learning:feedback",
     "questions": "learning:questions", "judge": "judging:judge",

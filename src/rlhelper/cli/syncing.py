@@ -47,3 +47,45 @@ def sync(ctx, index, as_json, quiet):
                    f"{report.embedded} section(s) embedded; {report.seconds:.1f} s -> {report.index}", err=True)
     if report.failed:
         ctx.exit(1)
+
+
+@click.command()
+@click.option("--index", "index", help="Index folder or name (default: index/default).")
+@click.option("--since", help="Only issues updated since this date (YYYY-MM-DD); default: all of them.")
+@click.option("--github-api-url", help="The API's URL (default GITHUB_API_URL or api.github.com).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress.")
+@click.pass_context
+def trackers(ctx, index, since, github_api_url, quiet):
+    """Add the issue trackers of verl, slime, SkyRL and RLinf to the index: their threads that hold a
+    fix or an answer, closed or still open (docs/github.md).
+
+    The token is GITHUB_TOKEN, else the GitHub CLI's (`gh auth token`). A first run fetches every
+    issue (thousands of requests: about an hour of GitHub's limit for verl); it shows its progress,
+    and stopped by ^C or the rate limit, keeps what it fetched (exit status 1): run it again to go on
+    from there. `rlhelper sync` keeps the trackers current afterwards, and `rlhelper info` counts their
+    threads by kind.
+    """
+    from .. import config
+    from ..ingest.github.trackers import add_trackers
+    from ..ingest.parse.inline import clean_text as one_line
+
+    def notify(message):
+        if not quiet:
+            click.secho(f"github: {one_line(message)}", fg="yellow", err=True)
+
+    with Progress(quiet, label="Indexing") as progress:
+        report = add_trackers(config.resolve_index(index), since=since, api_url=github_api_url, progress=progress,
+                              notify=notify)
+    for result in report.repos.values():
+        counts = result.counts
+        held = (f"{counts.get('resolved', 0):,} resolved, {counts.get('open with an answer', 0):,} open with an "
+                f"answer indexed" if counts else "nothing indexed")
+        line = f"{result.repo}: {result.fetched:,} fetched ({result.requests:,} requests), {result.stored:,} stored; {held}"
+        if result.status != "fetched":
+            line += f"; {result.status}: {result.message}"
+        click.echo(one_line(line))
+    if report.stopped:
+        click.secho(f"stopped early: {one_line(report.stopped)}", fg="yellow", err=True)
+        ctx.exit(1)
+    if any(r.status == "failed" for r in report.repos.values()):
+        ctx.exit(1)

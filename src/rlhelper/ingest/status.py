@@ -39,6 +39,8 @@ class CollectionInfo:
     # A source `rlhelper sync` follows (a git repository, GitHub issues): its record in the manifest, with
     # "behind": how far behind upstream the index is, as far as can be told offline (sources_status.py).
     sync: dict = field(default_factory=dict)
+    # GitHub threads: how many were indexed and left out, by kind (github/entries.THREAD_COUNTS).
+    threads: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -77,7 +79,7 @@ def index_info(path: Path | str) -> IndexInfo:
     collections = [
         CollectionInfo(name, str(meta.get("title") or name), str(meta.get("source") or ""),
                        int(meta.get("documents") or 0), per_collection.get(name, 0), bool(meta.get("whole_folder", True)),
-                       source_status(meta))
+                       source_status(meta), _thread_counts(meta))
         for name, meta in manifest.get("collections", {}).items()
     ]
     abstention_model, note = _abstention_model(index.embedder_id)
@@ -92,6 +94,18 @@ def index_info(path: Path | str) -> IndexInfo:
         out_of_date=_out_of_date(index, collections, skipped), notes=[note] if note else [],
         twins=_twin_pages(entries), skipped=skipped,
     )
+
+
+def _thread_counts(meta: dict) -> dict:
+    counts = meta.get("threads")
+    return {str(k): int(v) for k, v in counts.items() if isinstance(v, int)} if isinstance(counts, dict) else {}
+
+
+def thread_count_line(counts: dict) -> str:
+    """"threads: 812 resolved, 97 open with an answer indexed; left out: 640 closed without a fix, ..."."""
+    indexed = [f"{counts.get(k, 0):,} {k}" for k in ("resolved", "open with an answer")]
+    left = [f"{counts.get(k, 0):,} {k}" for k in ("closed without a fix", "open without an answer")]
+    return f"threads: {', '.join(indexed)} indexed; left out: {', '.join(left)}"
 
 
 def _bank_fingerprint() -> str | None:
@@ -198,6 +212,8 @@ def render_info(info: IndexInfo) -> str:
         lines.append(f"  {c.name:<{width}}  {counted(c.documents, 'document')}, {counted(c.entries, 'entry', 'entries')}{title}")
         if c.sync:
             lines += [f"  {'':<{width}}  {line}" for line in source_lines(c.sync)]
+        if c.threads:
+            lines.append(f"  {'':<{width}}  {thread_count_line(c.threads)}")
         else:
             lines.append(f"  {'':<{width}}  {'from' if c.whole_folder else 'files picked from'} {c.source}")
     lines.append("frameworks  " + ", ".join(f"{name} {n}" for name, n in info.frameworks.items()))

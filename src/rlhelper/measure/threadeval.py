@@ -3,7 +3,8 @@
     results = run_thread_eval(Path("eval/threads.jsonl"), split="dev")
     results["threads only"], results["beside the docs"]          # EvalResult each
 
-A thread set's corpus sits beside it: `eval/threads/corpus/*.json`, saved `gh issue list --json`
+A thread set's corpus sits beside it: `eval/threads/corpus/*.json` (`eval/threads-real/corpus/` for
+`eval/threads_real.jsonl`), saved `gh issue list --json`
 and `gh pr list --json` exports (and `gh api` ones). Each file is read as the repository its
 URLs name; an export saved before a rename is read as the new name's (the `--github-alias` a user
 gives) through `eval/threads/renames.json` ({"OLD/NAME": "NEW/NAME"}), or, without that file, when
@@ -40,8 +41,11 @@ def expects_threads(items: Sequence[EvalItem]) -> bool:
 
 
 def corpus_folder(eval_file: Path) -> Path:
-    """eval/threads.jsonl -> eval/threads/corpus."""
-    return Path(eval_file).with_suffix("") / "corpus"
+    """eval/threads.jsonl -> eval/threads/corpus; eval/threads_real.jsonl -> eval/threads_real/corpus, or
+    eval/threads-real/corpus when only that one is there (a folder's name may spell the set's with hyphens)."""
+    plain = Path(eval_file).with_suffix("")
+    hyphened = plain.with_name(plain.name.replace("_", "-")) / "corpus"
+    return hyphened if not (plain / "corpus").is_dir() and hyphened.is_dir() else plain / "corpus"
 
 
 def read_renames(folder: Path) -> dict[str, str]:

@@ -77,7 +77,9 @@ STALE_VOCABULARY = re.compile(
     r"|\bwill be (?:automatically )?closed\b|\bautomatically (?:been )?closed\b|\bauto-?clos"
     r"|\b(?:feel free to|please|you can|you may) re-?open\b|\bre-?open (?:it|this|the issue|a new)"
     r"|\bclos(?:e|ing) (?:this|it|the (?:issue|ticket))\b|\bclean(?:ing)? ?up\b"
-    r"|长时间|无活动|没有活动|未活动|不活跃|没有(?:新的)?(?:回复|更新|进展)|自动关闭|重新打开|重新开启|先关闭|暂时关闭",
+    r"|\bscheduled (?:cleanup|clean-up|check|triage)\b"
+    r"|长时间|无活动|没有活动|未活动|不活跃|没有(?:新的)?(?:回复|更新|进展)|自动关闭|重新打开|重新开启|先关闭|暂时关闭"
+    r"|定时(?:清理|任务|检查)|清理(?:检查|规则|标准)|(?:超时|默认)关闭|关闭规则|申请重开",
     re.I)
 
 
@@ -107,8 +109,8 @@ POLICY_TERMS = 2  # distinct policy phrases a comment must hold to read as a not
 
 
 # Every policy phrase holds one of these: the pattern runs only on text that has one.
-_POLICY_STEMS = ("stale", "activ", "respon", "update", "clos", "open", "clean", "长时间", "活动", "活跃", "回复", "更新",
-                 "进展", "关闭", "打开", "开启")
+_POLICY_STEMS = ("stale", "activ", "respon", "update", "clos", "open", "clean", "scheduled", "长时间", "活动", "活跃",
+                 "回复", "更新", "进展", "关闭", "打开", "开启", "定时", "清理", "重开")
 
 
 def stale_words(text: str) -> int:

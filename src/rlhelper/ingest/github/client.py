@@ -66,6 +66,7 @@ class RateLimited(GitHubError):
 class Page:
     data: object
     next_url: str | None
+    redirected: bool = False  # the API answered from another path (a renamed repository's 301)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class GitHubClient:
     notify: Callable[[str], None] = lambda message: None
     sleep: Callable[[float], None] = time.sleep
     requests: int = 0  # made so far, for reports and tests
+    remaining: int | None = None  # the rate limit's requests left, as the last answer said
 
     def __post_init__(self):
         self.base_url = self.base_url.rstrip("/")
@@ -125,7 +127,7 @@ class GitHubClient:
         while True:
             attempt += 1
             try:
-                status, headers, body = self._request(url)
+                status, headers, body, final = self._request(url)
             except OSError as exc:  # refused, reset, timed out, DNS, past its deadline
                 late = isinstance(exc, DeadlineExceeded)
                 if attempt > self.retries:
@@ -142,7 +144,8 @@ class GitHubClient:
                     raise GitHubError(f"{_shown(url)} answered something that is not JSON") from None
                 except RecursionError:
                     raise GitHubError(f"{_shown(url)} answered JSON nested too deeply to be GitHub's") from None
-                return Page(data, self._next(headers.get("link")))
+                self.remaining = _int(headers.get("x-ratelimit-remaining"), self.remaining)
+                return Page(data, self._next(headers.get("link")), _path(final) != _path(url))
             wait = _rate_limit_wait(status, headers)
             if wait is not None:
                 self._wait_out(wait, url)
@@ -152,7 +155,7 @@ class GitHubClient:
                 continue
             raise GitHubError(self.redact(_failure(status, url, body)))
 
-    def _request(self, url: str) -> tuple[int, dict, bytes]:
+    def _request(self, url: str) -> tuple[int, dict, bytes, str]:
         self.requests += 1
         request = urllib.request.Request(url, headers={
             "Accept": "application/vnd.github+json",
@@ -176,10 +179,11 @@ class GitHubClient:
         watchdog.start()
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
-                answer = response.status, _lower(response.headers), _read_bounded(response, self.max_bytes, url)
+                answer = (response.status, _lower(response.headers), _read_bounded(response, self.max_bytes, url),
+                          response.geturl() or url)
         except urllib.error.HTTPError as exc:
             with exc:
-                answer = exc.code, _lower(exc.headers), _read_bounded(exc, 65_536, url, cut=True)
+                answer = exc.code, _lower(exc.headers), _read_bounded(exc, 65_536, url, cut=True), url
         except (OSError, http.client.HTTPException) as exc:
             if expired.is_set():
                 raise DeadlineExceeded(f"no answer within {self.timeout:g} s") from None
@@ -324,6 +328,17 @@ def _failure(status: int, url: str, body: bytes) -> str:
     if status == 404:
         return f"{shown}: no such repository, or it is private and needs a token (GITHUB_TOKEN)"
     return shown
+
+
+def _path(url: str) -> str:
+    return urllib.parse.urlsplit(url).path.rstrip("/")
+
+
+def _int(value, default):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def _shown(url: str) -> str:

@@ -1,4 +1,5 @@
-"""A closed issue's thread -> one index entry: the problem, and where the thread says it was fixed.
+"""An issue's thread, closed or open -> one index entry: the problem, and where the thread says it was
+fixed or answered.
 
     thread_sources(store, repo)        stored threads -> documents for ingest (ingest.Sources)
     thread_entries(text, ...)          one thread document (JSON text) -> [Entry], build_entries' signature
@@ -16,14 +17,16 @@ The entry's text, in the labelled shape answers cut into parts (answer/extractiv
     **Workaround in the report:** what the reporter added to the issue ("Update: ...")
     Closed by commit [0a1b2c3](link).
 
-Which comments hold a fix is resolution.py's judgement (by role, content, the reporter's
-confirmation, reactions, place); notices are recognised across the whole repository first
-(boilerplate.py), so a triage account's cleanup notice is never quoted as a fix. A thread
-is resolved when something in it holds a fix or a pull request or a commit closed it; the
-others are left out unless asked for, since a report without an answer answers nothing.
+Which comments hold a fix is resolution.py's judgement (a model learned from labelled real threads,
+over the comment's role, content, links, the reporter's word on it, its place); notices are
+recognised across the whole repository first (boilerplate.py) and are one of its signals. A thread
+is resolved when something in it holds a fix or an answer, or a pull request or a commit closed it;
+the others are left out (closed ones kept with --include-unresolved), since a report without an
+answer answers nothing. What was kept and left out is counted per collection (THREAD_COUNTS).
 
 The entry's `doc_title` says what it is ("Reported issue verl#523, closed 2025-03 (fixed by
-#540)"), so every renderer shows it as a report, not as documentation, and `kind` is
+#540)", "Reported issue verl#611, still open (opened 2025-04)"), so every renderer shows it as
+a report, not as documentation, and `kind` is
 "issue", which ranking and the confidence use (search/). Its language is the problem's
 (title and prose), not the thread's: an English report with a bilingual notice is English.
 
@@ -45,6 +48,8 @@ from ..entries import detect_lang, entry_id
 from ..sources import SourceDoc, Sources
 from . import boilerplate as boilerplate_module
 from . import resolution as resolution_module
+from . import resolution_model
+from . import signals as signals_module
 from . import text as text_module
 from .boilerplate import Notices
 from .resolution import MAINTAINERS, Fix, Resolution, is_bot, resolve
@@ -59,7 +64,8 @@ SIGNATURE_CHARS = 1200
 MAX_DUPLICATES = 5  # titles of duplicates named in the original's entry
 KIND = "issue"
 DOC_KIND = "github-issue"  # the documents' meta "kind"
-FIX_LABELS = {"maintainer": "Maintainer's fix", "reporter": "Reporter's fix", "other": "Fix from another user"}
+FIX_LABELS = {"maintainer": "Maintainer's fix", "reporter": "Reporter's fix", "other": "Fix from another user",
+              "contributor": "Fix from another user"}
 BODY_FIX_LABEL = "Workaround in the report"
 PULL_LABEL = "Fixed by pull request"
 DUPLICATES_LABEL = "Also reported as"
@@ -86,7 +92,8 @@ def is_closed(thread: dict) -> bool:
 
 
 def is_resolved(thread: dict, notices: frozenset = frozenset()) -> bool:
-    return is_closed(thread) and resolve(thread, notices).resolved
+    """A fix or an answer found in the thread, open or closed."""
+    return resolve(thread, notices).resolved
 
 
 class _Threads:
@@ -114,27 +121,29 @@ class _Threads:
 def thread_sources(threads: ThreadStore | dict[int, dict], repo: str, *, collection: str | None = None,
                    include_unresolved: bool = False, issues_file: Path | None = None,
                    renamed_from: list[str] | tuple = ()) -> Sources:
-    """The closed (and, unless `include_unresolved`, resolved) threads as ingest's documents.
-    The collection is read whole: a thread reopened or gone since leaves the index, and so does
-    the collection of an old name of the repository (`renamed_from`)."""
+    """The threads that hold a fix or an answer, closed or open (and, with `include_unresolved`, the
+    closed ones that hold none) as ingest's documents. The collection is read whole: a thread gone
+    since leaves the index, and so does the collection of an old name of the repository (`renamed_from`).
+    How many of each kind were kept and left out is recorded in the collection's `threads` counts."""
     name = collection or collection_name(repo)
     found = Sources()
     found.replaced.add(name)
     found.replaced.update(collection_name(old) for old in renamed_from if collection_name(old) != name)
-    found.collections[name] = {"title": f"GitHub issues of {repo}", "source": f"{GITHUB_SOURCE}{repo}",
-                               "whole_folder": True}
     source = _Threads(threads)
     if source.store is not None:
         issues_file = issues_file or source.store.issues_file
     analysis = analyse(source)
-    kept, unresolved, duplicates = [], 0, {}
+    kept, duplicates = [], {}
+    counts = dict.fromkeys(THREAD_COUNTS, 0)
     for number, found_out in sorted(analysis.items()):
         if found_out["duplicate_of"] is not None:
             duplicates.setdefault(found_out["duplicate_of"], []).append(number)
-        if found_out["resolved"] or include_unresolved:
+        kind = thread_kind(found_out)
+        counts[kind] += 1
+        if kind in ("resolved", "open with an answer") or (include_unresolved and kind == "closed without a fix"):
             kept.append(number)
-        else:
-            unresolved += 1
+    found.collections[name] = {"title": f"GitHub issues of {repo}", "source": f"{GITHUB_SOURCE}{repo}",
+                               "whole_folder": True, "threads": counts}
     for number in kept:
         also = [{"number": d, "title": analysis[d]["title"], "url": analysis[d]["url"]}
                 for d in sorted(duplicates.get(number, []))[:MAX_DUPLICATES] if d != number]
@@ -142,34 +151,52 @@ def thread_sources(threads: ThreadStore | dict[int, dict], repo: str, *, collect
                                     {"kind": DOC_KIND, "repo": repo, "framework": framework_of(repo)},
                                     build=thread_entries,
                                     read=_document(source.reader(number), analysis[number]["notices"], also)))
-    if unresolved and not include_unresolved:
-        found.notes.append(f"{unresolved} closed issue(s) of {repo} with no fix in the thread and no closing pull "
+    left = counts["closed without a fix"]
+    if left and not include_unresolved:
+        found.notes.append(f"{left} closed issue(s) of {repo} with no fix in the thread and no closing pull "
                            "request or commit left out (--include-unresolved adds them)")
+    if counts["open without an answer"]:
+        found.notes.append(f"{counts['open without an answer']} open issue(s) of {repo} with no answer yet left out")
     return found
 
 
-def analyse(source: _Threads) -> dict[int, dict]:
-    """Per closed thread: resolved or not, what it duplicates, its title and link, its notices.
-    Two passes over the store (the notices are the repository's, then each thread's fix); a store
-    unchanged since the last analysis reads it back from ANALYSIS_FILE instead."""
-    cached = _cached_analysis(source.store)
-    if cached is not None:
-        return cached
+# What `rlhelper info` counts per thread collection: what was indexed, and what was left out and why.
+THREAD_COUNTS = ("resolved", "open with an answer", "closed without a fix", "open without an answer")
+
+
+def thread_kind(analysed: dict) -> str:
+    is_open = bool(analysed.get("open"))
+    if analysed.get("resolved"):
+        return "open with an answer" if is_open else "resolved"
+    return "open without an answer" if is_open else "closed without a fix"
+
+
+def repository_notices(threads) -> dict[int, set[int]]:
+    """Issue number -> positions of its comments the repository-wide pass flags as notices
+    (boilerplate.Notices: how its accounts write across all its threads, open and closed)."""
     notices = Notices()
-    for _, thread in source:  # first pass: the repository's notices, from how its accounts write
-        if is_closed(thread):
-            notices.add_thread(thread)
+    for thread in threads:
+        notices.add_thread(thread)
     flagged: dict[int, set[int]] = {}
     for number, position in notices.flagged():
         flagged.setdefault(number, set()).add(position)
+    return flagged
+
+
+def analyse(source: _Threads) -> dict[int, dict]:
+    """Per thread, open or closed: resolved (a fix or an answer found) or not, what it duplicates, its
+    title and link, its state, its notices. Two passes over the store (the notices are the repository's,
+    then each thread's fix); a store unchanged since the last analysis reads it back from ANALYSIS_FILE."""
+    cached = _cached_analysis(source.store)
+    if cached is not None:
+        return cached
+    flagged = repository_notices(thread for _, thread in source)
     analysis = {}
     for number, thread in source:  # second pass: what each thread's fix is
-        if not is_closed(thread):
-            continue
         resolution = resolve(thread, flagged.get(number, set()))
         analysis[number] = {"resolved": resolution.resolved, "duplicate_of": resolution.duplicate_of,
                             "title": _one_line(thread.get("title")), "url": str(thread.get("url") or ""),
-                            "notices": sorted(flagged.get(number, ()))}
+                            "open": not is_closed(thread), "notices": sorted(flagged.get(number, ()))}
     _save_analysis(source.store, analysis)
     return analysis
 
@@ -184,8 +211,9 @@ def _analysis_key(store: ThreadStore) -> str | None:
     except OSError:
         return None
     code = hashlib.sha256()
-    for module in (resolution_module, boilerplate_module, text_module):
+    for module in (resolution_module, boilerplate_module, text_module, signals_module):
         code.update(Path(module.__file__).read_bytes())
+    code.update(resolution_model.fingerprint().encode())
     return f"{stat.st_size}:{stat.st_mtime_ns}:{code.hexdigest()[:16]}"
 
 
@@ -285,6 +313,8 @@ def fix_lines(fix: Fix) -> list[str]:
     if fix.source == "body":
         return [f"**{BODY_FIX_LABEL}:**", "", *_quote(fix.text, QUOTE_CHARS)]
     who = _reply_link(fix.comment or {})
+    if fix.role == "contributor":
+        who += " (a contributor to the project)"
     if fix.confirmed:
         who += ", confirmed by the reporter"
     lines = [f"**{FIX_LABELS[fix.role]}:** {who}", ""]
@@ -296,10 +326,14 @@ def fix_lines(fix: Fix) -> list[str]:
 
 
 def report_title(repo: str, thread: dict) -> str:
-    """"Reported issue verl#523, closed 2025-03 (fixed by #540)"."""
+    """"Reported issue verl#523, closed 2025-03 (fixed by #540)"; "Reported issue verl#611, still open
+    (opened 2025-04)": an open thread's answer is knowledge too, but nobody has closed it as fixed."""
     name = repo.rsplit("/", 1)[-1] or "issue"
     title = f"Reported issue {name}#{thread.get('number')}"
     closed = str(thread.get("closed_at") or "")[:7]
+    if not is_closed(thread):
+        opened = str(thread.get("created_at") or "")[:7]
+        return title + (f", still open (opened {opened})" if opened else ", still open")
     if closed:
         title += f", closed {closed}"
     ref = (thread.get("closed_by") or {}).get("ref")

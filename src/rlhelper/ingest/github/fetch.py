@@ -1,4 +1,4 @@
-"""Sync a repository's closed issues, with their comments, into the local thread store.
+"""Sync a repository's issues, open and closed, with their comments, into the local thread store.
 
     report = sync("verl-project/verl", store, client, since="2025-01-01", labels="bug")
 
@@ -9,16 +9,16 @@ store holds its threads and state.json the point to resume from, so a run stoppe
 the rate limit (the client raises RateLimited) or ^C loses at most one page. A run stores at
 most `max_threads` threads, and a listing is read for at most the client's `max_pages` pages:
 past either, the run stops after the page in hand, with its resume point saved, and says so
-(SyncReport.stopped). Open issues are listed too (state=all) but stored bare, so one reopened
-since leaves the index.
+(SyncReport.stopped).
 
-Per closed issue: its comments (when it has any), and its events when it was closed as
-completed, for the commit that closed it and the pull request that commit came from
-(closing.py). Pull requests are skipped.
+Per issue: its comments (when it has any: an open thread with a maintainer's answer or a confirmed
+workaround is indexed, shown as open), and, for one closed as completed, its events, for the commit
+that closed it and the pull request that commit came from (closing.py). Pull requests are skipped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -32,6 +32,10 @@ PER_PAGE = 100
 MAX_THREADS = 5_000  # stored in one run (each costs a request or two more: an hour of GitHub's rate limit)
 
 
+class Renamed(GitHubError):
+    """The issues listing answered from another path: the repository was renamed since the last sync."""
+
+
 @dataclass
 class SyncReport:
     fetched: list[int] = field(default_factory=list)  # issue numbers stored in this run
@@ -42,8 +46,11 @@ class SyncReport:
 
 
 def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | None = None,
-         labels: str | None = None, max_threads: int = MAX_THREADS) -> SyncReport:
-    """Fetch what changed since the last sync (or since `since`, an ISO date) into `store`."""
+         labels: str | None = None, max_threads: int = MAX_THREADS,
+         on_page: Callable[[int], None] = lambda fetched: None) -> SyncReport:
+    """Fetch what changed since the last sync (or since `since`, an ISO date) into `store`;
+    `on_page(threads fetched so far)` after each page is stored. Raises Renamed, before storing
+    anything, when the listing was redirected (a renamed repository: its new name is asked for)."""
     report = SyncReport()
     state = store.state()
     key = labels or ""
@@ -56,6 +63,8 @@ def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | No
         for page in client.pages(f"repos/{repo}/issues", params):
             if not isinstance(page.data, list):
                 raise GitHubError(f"repos/{repo}/issues did not answer a list of issues")
+            if page.redirected and last is None and not report.fetched:
+                raise Renamed(f"{repo} answered from another path: renamed")
             batch = []
             for item in page.data:
                 if not isinstance(item, dict) or issue_number(item.get("number")) is None:
@@ -67,6 +76,7 @@ def sync(repo: str, store: ThreadStore, client: GitHubClient, *, since: str | No
                 last = item.get("updated_at") or last
             store.append(batch)
             report.fetched += [t["number"] for t in batch]
+            on_page(len(report.fetched))
             if last:  # resume from here: `since` is inclusive, so nothing of this page is missed
                 _save_since(store, key, last)
             if len(report.fetched) >= max_threads and page.next_url:
@@ -93,7 +103,7 @@ def _thread(repo: str, item: dict, client: GitHubClient) -> dict:
     number = issue_number(item["number"])
     closed = str(item.get("state")).lower() == "closed"
     comments: list = []
-    if closed and item.get("comments"):
+    if item.get("comments"):
         try:  # as many pages as MAX_COMMENTS fill, even if they come half empty
             for page in client.pages(f"repos/{repo}/issues/{number}/comments", {"per_page": PER_PAGE},
                                      max_pages=MAX_COMMENTS // PER_PAGE + 2):

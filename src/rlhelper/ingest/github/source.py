@@ -11,7 +11,12 @@ the new name's folder, and the old collection leaves the index (entries.thread_s
 
 Where the API is: `api_url`, else GITHUB_API_URL, else https://api.github.com.
 The token: the variable `token_env` names (an error when it is not set), else
-GITHUB_TOKEN when set, else none (GitHub allows 60 requests an hour without one).
+GITHUB_TOKEN when set, else what `gh auth token` prints (the GitHub CLI's login, when `gh` is
+installed and logged in), else none (GitHub allows 60 requests an hour without one).
+
+A repository synced before is not asked for its name again (a no-change sync is one request):
+its issues listing answering from another path (GitHub's 301 for a renamed repository) is what
+makes the run ask.
 The bounds of a run (client.py, fetch.py): RLHELPER_GITHUB_TIMEOUT (seconds, in all, per request;
 30), RLHELPER_GITHUB_MAX_PAGES (of one listing; 500), RLHELPER_GITHUB_MAX_THREADS (stored; 5,000),
 or the same names in the config file.
@@ -20,6 +25,8 @@ or the same names in the config file.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +35,7 @@ from ... import config
 from ...errors import GitHubError
 from .client import DEFAULT_API_URL, MAX_PAGES, TIMEOUT, GitHubClient
 from .export import read_exports
-from .fetch import MAX_THREADS, iso_time, sync
+from .fetch import MAX_THREADS, Renamed, iso_time, sync
 from .threads import ThreadStore, check_repo
 
 DEFAULT_TOKEN_ENV = "GITHUB_TOKEN"
@@ -45,14 +52,31 @@ class Update:
 
 
 def api_token(token_env: str | None) -> str | None:
-    """The token's value (never shown anywhere), from the variable named, or GITHUB_TOKEN."""
+    """The token's value (never shown anywhere), from the variable named, or GITHUB_TOKEN, or `gh auth token`."""
     if token_env:
         value = os.environ.get(token_env, "")
         if not value:
             raise GitHubError(f"--github-token-env names {token_env}, which is not set: export it, or leave the "
                               "option out to use GITHUB_TOKEN (or no token)")
         return value
-    return os.environ.get(DEFAULT_TOKEN_ENV) or None
+    return os.environ.get(DEFAULT_TOKEN_ENV) or gh_cli_token()
+
+
+GH_TIMEOUT = 10.0  # seconds for `gh auth token`
+
+
+def gh_cli_token() -> str | None:
+    """The GitHub CLI's token (`gh auth token`), or None when gh is absent, logged out or slow."""
+    gh = shutil.which("gh")
+    if not gh:
+        return None
+    try:
+        done = subprocess.run([gh, "auth", "token"], capture_output=True, text=True, timeout=GH_TIMEOUT,
+                              stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    token = done.stdout.strip() if done.returncode == 0 else ""
+    return token if token and len(token) < 256 and token.isprintable() and " " not in token else None
 
 
 def parse_aliases(pairs) -> dict[str, str]:
@@ -69,7 +93,8 @@ def parse_aliases(pairs) -> dict[str, str]:
 def update_threads(repo: str, *, exports: list[Path] | tuple = (), since: str | None = None,
                    labels: str | None = None, api_url: str | None = None, token_env: str | None = None,
                    notify: Callable[[str], None] = lambda message: None, root: Path | None = None,
-                   aliases: dict[str, str] | None = None) -> Update:
+                   aliases: dict[str, str] | None = None,
+                   on_page: Callable[[int], None] = lambda fetched: None) -> Update:
     repo = check_repo(repo)
     if since:
         iso_time(since)  # a bad date is said before any request
@@ -88,7 +113,8 @@ def update_threads(repo: str, *, exports: list[Path] | tuple = (), since: str | 
     client = GitHubClient(api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL, token, notify=notify,
                           timeout=_bound("github_timeout", TIMEOUT, float),
                           max_pages=_bound("github_max_pages", MAX_PAGES, int))
-    current = current_name(repo, client)
+    synced_before = bool(ThreadStore(repo, root).state().get("since"))
+    current = repo if synced_before else current_name(repo, client)
     renamed = current.lower() != repo.lower()
     if renamed:
         notify(f"{repo} is now {current} (GitHub redirects the old name): its threads are stored and indexed as "
@@ -98,8 +124,23 @@ def update_threads(repo: str, *, exports: list[Path] | tuple = (), since: str | 
     store = update.store
     if token is None:
         update.notes.append("no GITHUB_TOKEN: GitHub allows 60 requests an hour without one")
-    report = sync(store.repo, store, client, since=since, labels=labels,
-                  max_threads=_bound("github_max_threads", MAX_THREADS, int))
+    try:
+        report = sync(store.repo, store, client, since=since, labels=labels,
+                      max_threads=_bound("github_max_threads", MAX_THREADS, int), on_page=on_page)
+    except Renamed:  # synced before under a name GitHub now redirects: ask the new one, then start again
+        if renamed:
+            raise GitHubError(f"{repo}: GitHub keeps redirecting its issues; run the same command again") from None
+        current = current_name(repo, client)
+        if current.lower() == repo.lower():
+            raise GitHubError(f"{repo}: its issues moved but the repository kept its name; run the same command "
+                              "again") from None
+        notify(f"{repo} is now {current} (GitHub redirects the old name): its threads are stored and indexed as "
+               f"{current}'s")
+        update = Update(ThreadStore(current, root))
+        _adopt_old_stores(update, [repo], root, notify)
+        store = update.store
+        report = sync(store.repo, store, client, since=since, labels=labels,
+                      max_threads=_bound("github_max_threads", MAX_THREADS, int), on_page=on_page)
     update.fetched, update.requests, update.stopped = len(report.fetched), report.requests, report.stopped
     if report.pull_requests:
         update.notes.append(f"{report.pull_requests} pull request(s) listed by the issues endpoint skipped")
