@@ -369,7 +369,10 @@ def test_llm_options_without_llm_are_a_usage_error(seeds_index):
 
 def all_commands(group: click.Group = cli_group, path: tuple[str, ...] = ()):
     yield path, group
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    # By Click's public listing: the top group imports a command's module only when it is asked for.
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             yield from all_commands(command, (*path, name))
         else:
