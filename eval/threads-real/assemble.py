@@ -9,15 +9,18 @@ OUT/reports.jsonl (copied to eval/threads_real.jsonl). Kept as the record of how
 - volcengine/verl is named verl-project/verl; duplicates by URL keep the first;
 - splits are by thread group: a report's expected threads and the report share one split.
 """
-import hashlib, json, re, sys
+import hashlib
+import json
+import re
+import sys
 from pathlib import Path
 
 SRC = Path(sys.argv[1]) / "threads"
 OUT = Path(sys.argv[2])
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 BOTS = {"github-actions", "stale", "dependabot", "copilot"}
-HELD = {l.strip().lower() for l in open(SHARED / "holdout-sources.txt") if l.strip() and not l.startswith("#")}
-EVAL_SOURCES = {l.strip() for l in open(SRC.parent / "eval-sources.txt") if l.strip()}
+HELD = {line.strip().lower() for line in open(SHARED / "holdout-sources.txt") if line.strip() and not line.startswith("#")}
+EVAL_SOURCES = {line.strip() for line in open(SRC.parent / "eval-sources.txt") if line.strip()}
 
 
 def canon(url):
@@ -63,13 +66,13 @@ def bucket(k):
 
 
 threads, labels = {}, {}
-for helper, t in load("threads.jsonl"):
+for _helper, t in load("threads.jsonl"):
     k = key(t["url"])
     if held(t["url"]) or canon(t["url"]) in EVAL_SOURCES or k in threads:
         continue
     t["url"] = canon(t["url"])
     threads[k] = t
-for helper, lab in load("labels.jsonl"):
+for _helper, lab in load("labels.jsonl"):
     k = key(lab["url"])
     if k in threads and k not in labels:
         labels[k] = lab
@@ -79,7 +82,7 @@ logins = set()
 for t in threads.values():
     logins.add(t["author"]["login"])
     logins.update(c["author"]["login"] for c in t.get("comments", []))
-for k, t in threads.items():
+for t in threads.values():
     t["author"]["login"] = pseudo(t["author"]["login"])
     t["body"] = mention_sub(t.get("body") or "", logins)
     for i, c in enumerate(t.get("comments", [])):
@@ -100,7 +103,7 @@ def find(k):
         k = parent[k]
     return k
 reports = []
-for helper, r in load("reports.jsonl"):
+for _helper, r in load("reports.jsonl"):
     src = r.get("source", "")
     if not src or held(src) or canon(src) in EVAL_SOURCES or key(src) in threads:
         continue
@@ -111,7 +114,7 @@ for helper, r in load("reports.jsonl"):
     r["expected"] = [{"repo": e.split("#")[0], "number": int(e.split("#")[1])} for e in exp]
     if not exp:
         r["kind"] = "unanswerable"
-    for a, b in zip(exp, exp[1:]):
+    for a, b in zip(exp, exp[1:], strict=False):
         parent[find(a)] = find(b)
     reports.append(r)
 seen_src = set()
@@ -143,7 +146,9 @@ with open(OUT / "labels.jsonl", "w") as f:
             continue
         t = threads[k]
         comments = t.get("comments", [])
-        urls = lambda idx: [comments[i]["url"] for i in idx if isinstance(i, int) and 0 <= i < len(comments)]
+        def urls(idx, comments=comments):
+            return [comments[i]["url"] for i in idx if isinstance(i, int) and 0 <= i < len(comments)]
+
         res = lab.get("resolution") or {}
         row = {"repo": k.split("#")[0], "number": int(k.split("#")[1]), "url": t["url"], "split": bucket(find(k)),
                "lang": lab.get("lang"), "state": lab.get("state"), "state_reason": lab.get("state_reason", ""),
@@ -161,5 +166,5 @@ with open(OUT / "reports.jsonl", "w") as f:
     for r in out_reports:
         f.write(json.dumps({k: r[k] for k in ("id", "split", "query", "kind", "lang", "expected", "source")}, ensure_ascii=False) + "\n")
 ans = sum(1 for r in out_reports if r["expected"])
-print(f"{len(threads)} threads ({sum(1 for l in labels.values() if l.get('has_resolution'))} with a fix), "
+print(f"{len(threads)} threads ({sum(1 for lab in labels.values() if lab.get('has_resolution'))} with a fix), "
       f"{len(out_reports)} reports ({ans} answerable) -> {OUT}")
