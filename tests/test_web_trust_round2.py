@@ -126,10 +126,9 @@ def test_votes_racing_in_one_session_each_land_under_their_own_visitor(helper, t
     assert done.held, done.figures
 
 
-def test_a_vote_store_written_before_issue_37_is_read_and_given_its_networks(tmp_path):
+def write_issue_31_store(path):
     import sqlite3
 
-    path = tmp_path / "visitors.sqlite3"
     with sqlite3.connect(path) as conn:  # the schema of issue 31
         conn.execute("CREATE TABLE votes (visitor TEXT NOT NULL, address TEXT NOT NULL, norm TEXT NOT NULL, "
                      "text TEXT NOT NULL, entry_id TEXT NOT NULL, collection TEXT NOT NULL, doc TEXT NOT NULL, "
@@ -137,9 +136,29 @@ def test_a_vote_store_written_before_issue_37_is_read_and_given_its_networks(tmp
                      "PRIMARY KEY (visitor, norm, collection, doc, heading))")
         conn.execute("INSERT INTO votes VALUES ('v-old', '2001:db8:1:2::99', 'old question', 'Old question', "
                      "'seeds/a.md#h', 'seeds', 'a.md', 'H', 1, '', '2026-11-01T10:00:00+00:00')")
+
+
+def test_a_vote_store_written_before_issue_37_is_read_and_given_its_networks(tmp_path):
+    path = tmp_path / "visitors.sqlite3"
+    write_issue_31_store(path)
     bank = VisitorBank(path)
     entry = {"entry_id": "seeds/a.md#h", "collection": "seeds", "doc": "a.md", "heading": "H"}
     bank.record("v-new", "2001:db8:1:2::7", "old question", entry, 1)
     [suggestion] = bank.suggestions()
     assert (suggestion.visitors, suggestion.addresses, suggestion.networks) == (2, 1, 1)  # one /64
     assert [r.text for r in bank.votes_of("v-old")] == ["Old question"]
+
+
+def test_stores_racing_to_upgrade_one_file_each_get_a_working_schema(tmp_path):
+    """Seen in `bench reliability`: votes racing into a store of the old layout failed with
+    "duplicate column name: bytes" when two connections added the same column at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "visitors.sqlite3"
+    write_issue_31_store(path)
+    entry = {"entry_id": "seeds/a.md#h", "collection": "seeds", "doc": "a.md", "heading": "H"}
+    banks = [VisitorBank(path) for _ in range(8)]  # one per server process: no lock in common
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: banks[n].record(f"v-{n}", f"10.0.{n}.1", "old question", entry, 1), range(8)))
+    [suggestion] = VisitorBank(path).suggestions()
+    assert suggestion.visitors == 9

@@ -149,7 +149,10 @@ class VisitorBank:
                 self._ready = False
         conn = sqlite3.connect(self.path, timeout=10)
         if not self._ready:
-            with conn:
+            # One writer sets the schema up: threads racing to add the same column would fail
+            # ("duplicate column name"), and so would two servers on one file without the write lock.
+            with self._made, conn:
+                conn.execute("BEGIN IMMEDIATE")
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 self._add_room_columns(conn)
