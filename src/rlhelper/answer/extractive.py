@@ -178,7 +178,8 @@ def capped(body: str, entry: Entry, lang: str = "en") -> str:
     if sum(line.lstrip().startswith(("```", "~~~")) for line in shown.splitlines()) % 2:
         shown += "\n```"  # the cut fell inside a code block: close it
     more = body.count("\n", cut) + 1
-    where = (place(entry.doc, entry.line_start, entry.line_end, doc_title=entry.doc_title, lang=lang)
+    where = (place(entry.doc, entry.line_start, entry.line_end, doc_title=entry.doc_title, lang=lang,
+                   url=entry.url or "")
              or say("place.lines", lang, start=entry.line_start, end=entry.line_end)) + (f" {entry.url}" if entry.url
                                                                                           else "")
     return f"{shown}\n\n_{say('answer.continues', lang, n=more, where=where)}_"

@@ -3,7 +3,7 @@ its collection is. Shared by the web page (render.py) and the terminal (terminal
 
     short_trail(doc_title, breadcrumb)  -> ["slime-rl-training (SkillHub capture)", "Issue: OOM During Training"]
     upstream(url)                       -> "NovaSky-AI/SkyRL · docs/.../troubleshooting.mdx"
-    place(doc, 201, 228, doc_title=...) -> "“verl FAQ”, lines 201–228" (no title: "verl/faq.rst, lines ...")
+    place(doc, 201, 228, doc_title=..., url=...) -> "“verl FAQ”, lines 201–228" (a file of the user's own, no link: "notes.md, lines ...")
     collection_note(name)               -> a plain sentence on what the collection holds
     collection_name(name)               -> how a collection is named beside a source ("seeds", "种子指南")
 
@@ -77,7 +77,7 @@ def page_name(doc: str, doc_title: str = "") -> str:
 
 
 def place(doc: str, line_start: int, line_end: int | None = None, *, doc_title: str = "",
-          same_doc: str | None = None, lang: str = "en") -> str:
+          same_doc: str | None = None, lang: str = "en", url: str | None = None) -> str:
     """"“verl FAQ”, lines 201–228" (or "notes.md, lines 3–9" without a title): a document and lines
     as a reader names them; "line 446" alone when `same_doc` is the document at hand; "" for a
     document with no readable name."""
@@ -85,7 +85,9 @@ def place(doc: str, line_start: int, line_end: int | None = None, *, doc_title: 
              else say("place.line", lang, start=line_start))
     if same_doc is not None and doc == same_doc:
         return lines
-    name = page_name(doc, doc_title)
+    # A page with an upstream link is named by its title (the row names it by repository path already);
+    # a file of the user's own, with no link, by its path: that is where they will open it.
+    name = readable_doc(doc, doc_title) if url == "" else page_name(doc, doc_title)
     return say("place.in_doc", lang, name=name, lines=lines) if name else ""
 
 

@@ -49,7 +49,7 @@ def _citation_lines(answer: Answer) -> list[str]:
         lines.append(click.style(f"[{c.number}] ", fg="cyan", bold=True)
                      + " › ".join(map(one_line, short_trail(c.doc_title, c.breadcrumb))))
         lines += source_lines(c.url, c.collection, place(c.doc, c.line_start, c.line_end, doc_title=c.doc_title,
-                                                         lang=lang), lang)
+                                                         lang=lang, url=c.url or ""), lang)
         lines += matched_line(matched.get(c.entry_id), lang)
         places = [one_line(where) for other in c.also_at
                   if (where := place(other["doc"], other["line_start"], other["line_end"],
