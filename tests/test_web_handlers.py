@@ -74,8 +74,9 @@ def test_a_follow_up_in_the_same_chat_is_read_with_the_last_question(helper):
     html = final_html(steps)
     assert "Read as a follow-up to your previous question" in html and "in slime&#x27;s docs" in html
     assert "Issue: Weight Sync Timeout" in html
-    voted = session["answers"][len(steps[-1]) - 1]["query"]  # what a vote records: the two read together
-    assert voted.startswith(WEIGHT_SYNC) and voted.endswith(" slime?")  # the cue ("what about") is not searched
+    voted = session["answers"][len(steps[-1]) - 1]["query"]  # what a vote records: what was searched
+    # A follow-up that only names a framework searches the question before in that framework's docs (issue 36)
+    assert voted == WEIGHT_SYNC
     assert web_session.new_session()["previous"] is None  # the bin icon clears it with the chat
     steps, _ = run(helper, "what about slime?")  # a new chat: searched on its own
     assert "Read as a follow-up" not in final_html(steps)
